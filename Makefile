@@ -1,0 +1,51 @@
+# mmport top-level Makefile. `make` builds the library and CLI for the
+# configured target; `make check` runs every suite; `make run` the main job.
+-include config.mak
+
+NATIVE_B := build/$(ARCH)
+SUB := $(MAKE) --no-print-directory -f mk/build.mk
+
+# Build configurations: the configured target, the same under ASan/UBSan
+# (built with clang, so both compilers are exercised), and aarch64 (cross).
+native = $(SUB) B=$(NATIVE_B) ARCH=$(ARCH) CC="$(CC)" VFLAGS="$(PRIMARY_SAN)" \
+         TEST_LIBS="$(CHECK_LIBS)"
+asan = $(SUB) B=build/$(ARCH)-asan ARCH=$(ARCH) CC="$(CLANG)" \
+       VFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+       TEST_LIBS="$(CHECK_LIBS)"
+cross = $(SUB) B=build/aarch64 ARCH=aarch64 CC="$(CROSS_CC)" AR=aarch64-linux-gnu-ar \
+        TEST_LIBS="$(CROSS_CHECK_LIBS)"
+
+all: config.mak
+	+@$(native) all
+
+config.mak:
+	@scripts/install-deps.sh
+	./configure
+
+deps:
+	@scripts/install-deps.sh
+
+# The build pieces scripts/check.sh drives; each usable on its own.
+build-native: config.mak
+	+@$(native) all tests
+build-asan: config.mak
+	+@$(asan) tests
+build-cross: config.mak
+	+@$(if $(CROSS_CC),$(cross) all tests,echo "no cross compiler configured")
+
+check: deps config.mak
+	+@ARCH="$(ARCH)" CROSS_CC="$(CROSS_CC)" QEMU_AARCH64="$(QEMU_AARCH64)" scripts/check.sh
+
+run: deps config.mak all
+	$(NATIVE_B)/mmport info
+
+install: all
+	@scripts/install.sh "$(DESTDIR)" "$(PREFIX)" "$(NATIVE_B)"
+
+clean:
+	rm -rf build
+
+distclean: clean
+	rm -f config.mak
+
+.PHONY: all deps build-native build-asan build-cross check run install clean distclean

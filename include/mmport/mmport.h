@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file mmport.h
+ * Umbrella header: include this one to get the whole public API.
+ */
+#ifndef MMPORT_MMPORT_H
+#define MMPORT_MMPORT_H
+
+#include <mmport/common.h>
+#include <mmport/cpu.h>
+
+#endif

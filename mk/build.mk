@@ -1,0 +1,74 @@
+# One build configuration of mmport: library, CLI and check suites.
+# Invoked by the top Makefile as
+#   make -f mk/build.mk B=<dir> ARCH=<arch> CC=<cc> [VFLAGS=...] [TEST_LIBS=...]
+include config.mak
+
+ARCH_DIR := $(if $(filter x86_64,$(ARCH)),x86,$(if $(filter aarch64,$(ARCH)),arm64,generic))
+
+# Descriptor formats (arch/*/pt_*.c) are data and build on every host; the
+# rest of an arch directory is instructions and builds only for its arch.
+FORMAT_SRC := $(sort $(wildcard arch/*/pt_*.c))
+ARCH_SRC := $(sort $(filter-out arch/%/pt_%.c,$(wildcard arch/$(ARCH_DIR)/*.c arch/generic/*.c)))
+CORE_SRC := $(sort $(wildcard core/*.c))
+HOST_SRC := $(sort $(wildcard host/linux/*.c))
+LIB_SRC := $(CORE_SRC) $(FORMAT_SRC) $(ARCH_SRC) $(HOST_SRC)
+TOOL_SRC := $(sort $(wildcard tools/*.c))
+TEST_SRC := $(sort $(wildcard tests/*.c))
+
+AO_INC := build/include-ao
+CPPFLAGS := -Iinclude -Icore -Iarch/$(ARCH_DIR) -I$(AO_INC) -I$(B)/gen
+CFLAGS := -std=c11 -Wall -Wextra -Werror $(OPT) -fPIC -fvisibility=hidden \
+          $(VFLAGS) $(EXTRA_CFLAGS)
+LDFLAGS := $(VFLAGS) $(EXTRA_LDFLAGS)
+
+SONAME := libmmport.so.0
+LIB_A := $(B)/libmmport.a
+LIB_SO := $(B)/libmmport.so.0.1.0
+CLI := $(B)/mmport
+TEST_BIN := $(B)/tests/mmport-test
+
+obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+
+all: $(LIB_A) $(LIB_SO) $(CLI)
+tests: $(TEST_BIN)
+
+$(AO_INC)/atomic_ops.h:
+	@mkdir -p $(AO_INC)
+	ln -sfn $(AO_DIR)/atomic_ops.h $(AO_DIR)/atomic_ops $(AO_INC)/
+
+# Generated registries: adding tests/test_foo.c, tools/cmd_foo.c or
+# tools/bench_foo.c is all it takes to register a suite or a command.
+$(B)/gen/suites.h: $(TEST_SRC) mk/build.mk
+	@mkdir -p $(@D)
+	@for f in $(filter tests/test_%.c,$(TEST_SRC)); do \
+	  n=$${f#tests/test_}; echo "SUITE($${n%.c})"; done > $@
+$(B)/gen/commands.h: $(TOOL_SRC) mk/build.mk
+	@mkdir -p $(@D)
+	@for f in $(filter tools/cmd_%.c,$(TOOL_SRC)); do \
+	  n=$${f#tools/cmd_}; echo "COMMAND($${n%.c})"; done > $@
+	@for f in $(filter tools/bench_%.c,$(TOOL_SRC)); do \
+	  n=$${f#tools/bench_}; echo "BENCH($${n%.c})"; done >> $@
+
+$(B)/obj/%.o: %.c $(AO_INC)/atomic_ops.h $(B)/gen/suites.h $(B)/gen/commands.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB_A): $(call obj,$(LIB_SRC))
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(LIB_SO): $(call obj,$(LIB_SRC)) mk/exports.map
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=mk/exports.map \
+	  $(LDFLAGS) -o $@ $(call obj,$(LIB_SRC)) -lpthread
+	ln -sf $(notdir $@) $(B)/$(SONAME)
+	ln -sf $(notdir $@) $(B)/libmmport.so
+
+$(CLI): $(call obj,$(TOOL_SRC)) $(LIB_A)
+	$(CC) $(LDFLAGS) -o $@ $^ -lpthread -lm
+
+$(TEST_BIN): $(call obj,$(TEST_SRC)) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LIBS) -lpthread -lm
+
+.PHONY: all tests
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

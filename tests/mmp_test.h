@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared helpers for the check suites. */
+#ifndef MMPORT_TESTS_MMP_TEST_H
+#define MMPORT_TESTS_MMP_TEST_H
+
+#include <check.h>
+
+/*
+ * Every tests/test_<name>.c defines `Suite *mmp_suite_<name>(void)`; the
+ * build generates the list (gen/suites.h), so a new file is all it takes.
+ */
+#define SUITE(name) Suite *mmp_suite_##name(void);
+#include "suites.h"
+#undef SUITE
+
+/* Adds one test to a new case named after it, with a generous timeout
+ * (the aarch64 suites run under emulation). */
+void mmp_test_add(Suite *s, const TTest *test);
+#define MMP_ADD(suite, fn) mmp_test_add((suite), fn)
+
+/*
+ * Marks the running test as skipped, printing why, and returns from it.
+ * A skipped test is counted apart in the summary, never as passed.
+ */
+void mmp_test_note_skip(const char *test, const char *why);
+#define MMP_SKIP(why)                                                                    \
+    do {                                                                                 \
+        mmp_test_note_skip(__func__, (why));                                             \
+        return;                                                                          \
+    } while (0)
+
+/* True when running under qemu-user (set by the emulated check runs). */
+int mmp_test_emulated(void);
+
+#endif

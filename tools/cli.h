@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The mmport command. Each tools/cmd_<name>.c provides one subcommand and
+ * each tools/bench_<name>.c one `mmport bench <name>`; the build generates
+ * the list (gen/commands.h).
+ */
+#ifndef MMPORT_TOOLS_CLI_H
+#define MMPORT_TOOLS_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* A subcommand: run() gets argv[0] = its own name; returns the exit code. */
+struct cli_command {
+    const char *name;
+    const char *summary; /* one line, for `mmport help` */
+    const char *usage;   /* full --help text */
+    int (*run)(int argc, char **argv);
+};
+
+#define COMMAND(n) extern const struct cli_command cli_cmd_##n;
+#define BENCH(n) extern const struct cli_command cli_bench_##n;
+#include "commands.h"
+#undef COMMAND
+#undef BENCH
+
+/* Prints "mmport <cmd>: <reason>" to stderr and returns 2 (usage error). */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prints "mmport <cmd>: <reason>" to stderr and returns 1 (runtime error). */
+int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* True for "-h" / "--help". */
+bool cli_is_help(const char *arg);
+
+/* Parses "4096", "64K", "2M", "1G" (binary units); false on garbage. */
+bool cli_parse_size(const char *s, unsigned long long *out);
+
+/* Writes s as a JSON string literal (quoted, escaped). */
+void cli_json_string(FILE *out, const char *s);
+
+#endif

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/* mmport: entry point and subcommand dispatch. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mmport/mmport.h>
+
+#include "cli.h"
+
+static const struct cli_command *const commands[] = {
+#define COMMAND(n) &cli_cmd_##n,
+#define BENCH(n)
+#include "commands.h"
+#undef COMMAND
+#undef BENCH
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void vreport(const char *cmd, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "mmport %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(cmd, fmt, ap);
+    va_end(ap);
+    return 2;
+}
+
+int cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(cmd, fmt, ap);
+    va_end(ap);
+    return 1;
+}
+
+bool cli_is_help(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+bool cli_parse_size(const char *s, unsigned long long *out)
+{
+    char *end;
+    if (!s || !*s || *s == '-')
+        return false;
+    unsigned long long v = strtoull(s, &end, 0);
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (*end == 'i' || *end == 'B')
+        end += *end == 'i' ? (end[1] == 'B' ? 2 : 1) : 1;
+    if (*end || (shift && v > (~0ull >> shift)))
+        return false;
+    *out = v << shift;
+    return true;
+}
+
+void cli_json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+static void help(FILE *out)
+{
+    fprintf(out, "usage: mmport <command> [options]   (mmport <command> --help)\n\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(out, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
+    fprintf(out, "\n  --version  print the version\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || cli_is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
+        if (argc >= 3 && strcmp(argv[1], "help") == 0) {
+            for (size_t i = 0; i < NCOMMANDS; i++)
+                if (strcmp(commands[i]->name, argv[2]) == 0) {
+                    fputs(commands[i]->usage, stdout);
+                    return 0;
+                }
+            return cli_usage_error("help", "no command '%s'", argv[2]);
+        }
+        help(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("mmport %s\n", mmp_version());
+        return 0;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (strcmp(commands[i]->name, argv[1]) != 0)
+            continue;
+        for (int a = 2; a < argc; a++)
+            if (cli_is_help(argv[a])) {
+                fputs(commands[i]->usage, stdout);
+                return 0;
+            }
+        return commands[i]->run(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "mmport: unknown command '%s' (see mmport help)\n", argv[1]);
+    return 2;
+}
