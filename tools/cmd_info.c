@@ -81,6 +81,8 @@ static int run(int argc, char **argv)
 {
     bool json = false;
     for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i]))
+            return fputs(cli_cmd_info.usage, stdout), 0;
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else

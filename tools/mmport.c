@@ -113,11 +113,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NCOMMANDS; i++) {
         if (strcmp(commands[i]->name, argv[1]) != 0)
             continue;
-        for (int a = 2; a < argc; a++)
-            if (cli_is_help(argv[a])) {
-                fputs(commands[i]->usage, stdout);
-                return 0;
-            }
+        /* `mmport X --help`; a nested `mmport bench map --help` reaches X. */
+        if (argc > 2 && cli_is_help(argv[2])) {
+            fputs(commands[i]->usage, stdout);
+            return 0;
+        }
         return commands[i]->run(argc - 1, argv + 1);
     }
     fprintf(stderr, "mmport: unknown command '%s' (see mmport help)\n", argv[1]);

@@ -8,5 +8,6 @@
 
 #include <mmport/common.h>
 #include <mmport/cpu.h>
+#include <mmport/pt.h>
 
 #endif

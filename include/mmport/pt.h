@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file pt.h
+ * Page tables: build and update x86-64 and arm64 translation tables over
+ * contiguous ranges, with the largest leaves the format allows.
+ *
+ * Contract, for every call below:
+ * - Errors are negative MMP_E* values; a call that fails changes nothing
+ *   (no entry written, no table page kept, no flush issued).
+ * - Writers are serialised by the caller (one writer per table at a time).
+ *   Lookups and walks may run concurrently with a writer: every descriptor
+ *   is written with one aligned atomic store, so a reader sees the old
+ *   entry, the new one, or (inside a break-before-make window) an invalid
+ *   one; never a torn descriptor.
+ * - Table memory and TLB invalidation go through the caller's mmp_pt_ops.
+ *
+ * Addresses: "va" is the input address of the table (a VA for stage 1 and
+ * x86-64, an IPA for arm64 stage 2); "pa" the output address.
+ */
+#ifndef MMPORT_PT_H
+#define MMPORT_PT_H
+
+#include <mmport/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Descriptor format of a table. */
+enum mmp_pt_format {
+    MMP_PT_X86_64 = 1,   /**< x86-64 4-level (48-bit VA) or 5-level (LA57, 57-bit VA) */
+    MMP_PT_ARM64_S1 = 2, /**< arm64 stage 1 (EL1&0 or EL2 regime), TTBRn_ELx */
+    MMP_PT_ARM64_S2 = 3, /**< arm64 stage 2 (VTTBR_EL2), input = IPA */
+};
+
+/** Create-time flags (mmp_pt_config::flags). */
+enum mmp_pt_config_flag {
+    MMP_PT_NO_BLOCKS = 1u << 0, /**< never use block (huge/large) leaves */
+    MMP_PT_NO_CONT = 1u << 1,   /**< never set the arm64 contiguous bit */
+    MMP_PT_NO_FOLD = 1u << 2,   /**< do not fold runs completed across calls */
+};
+
+/** What a table looks like; fixed at creation. */
+struct mmp_pt_config {
+    enum mmp_pt_format format;
+    /** Translation granule in bytes: x86-64 4096; arm64 4096, 16384 or 65536. */
+    uint32_t granule;
+    /**
+     * Input-address bits. x86-64: 48 (4-level) or 57 (5-level). arm64 stage 1:
+     * 25..48 (T0SZ = 64 - va_bits); stage 2: the IPA size, 32..48, for which
+     * the starting level and root concatenation follow VTCR_EL2 rules.
+     */
+    uint32_t va_bits;
+    /** Output-address bits; 0 = the format's maximum (52 x86-64, 48 arm64). */
+    uint32_t pa_bits;
+    uint32_t flags; /**< enum mmp_pt_config_flag */
+};
+
+/** Permissions (low bits of an attribute word). */
+#define MMP_PROT_READ 0x1u
+#define MMP_PROT_WRITE 0x2u  /**< requires MMP_PROT_READ */
+#define MMP_PROT_EXEC 0x4u
+#define MMP_PROT_USER 0x8u   /**< EL0 / CPL3 access (stage 1 and x86-64 only) */
+#define MMP_PROT_GLOBAL 0x10u /**< x86 G bit; arm64 stage 1: nG clear */
+#define MMP_PROT_MASK 0x1fu
+
+/** Memory type (bits 8..11 of an attribute word). */
+#define MMP_MEM_NORMAL_WB 0x000u /**< normal write-back cacheable (default) */
+#define MMP_MEM_NORMAL_NC 0x100u /**< normal non-cacheable (x86: UC-; arm64 Normal-NC) */
+#define MMP_MEM_DEVICE 0x200u    /**< device nGnRE (x86: UC) */
+#define MMP_MEM_MASK 0xf00u
+
+/** Per-call flags of mmp_pt_map(). */
+enum mmp_pt_map_flag {
+    MMP_MAP_REPLACE = 1u << 0,  /**< replace existing mappings instead of -EEXIST */
+    MMP_MAP_NO_BLOCK = 1u << 1, /**< this call uses no block leaves */
+    MMP_MAP_NO_CONT = 1u << 2,  /**< this call sets no contiguous bit */
+};
+
+/** tlb_flush hints. */
+enum mmp_pt_flush_flag {
+    MMP_FLUSH_LEAF = 1u << 0, /**< only leaf entries changed (no table unlinked) */
+    MMP_FLUSH_ALL = 1u << 1,  /**< flush the whole address space; va/size ignored */
+};
+
+/** Hooks supplied by the hypervisor. */
+struct mmp_pt_ops {
+    /**
+     * Allocate one table page of @p bytes (the granule, or the concatenated
+     * stage-2 root), aligned to its size. Return its address in the
+     * caller's mapping and its physical address in *pa; NULL on failure.
+     * The memory need not be zeroed.
+     */
+    void *(*alloc_table)(void *ctx, size_t bytes, uint64_t *pa);
+    /** Give back a table page from alloc_table. */
+    void (*free_table)(void *ctx, void *va, uint64_t pa, size_t bytes);
+    /** Address through which the caller reaches the table at @p pa. */
+    void *(*phys_to_virt)(void *ctx, uint64_t pa);
+    /**
+     * Invalidate TLB entries for [va, va+size). Called after the entries
+     * were changed (after being made invalid, for break-before-make) and
+     * before any new entry for the range is written. May be NULL (no-op).
+     */
+    void (*tlb_flush)(void *ctx, uint64_t va, uint64_t size, unsigned flags);
+    void *ctx;
+};
+
+/** One leaf translation, as lookup and walk report it. */
+struct mmp_pt_leaf {
+    uint64_t va;   /**< input address of the leaf's start */
+    uint64_t pa;   /**< output address of the leaf's start */
+    uint64_t size; /**< bytes the leaf maps (granule or block size) */
+    uint32_t attrs; /**< MMP_PROT_* | MMP_MEM_* */
+    uint8_t level;  /**< architectural level of the leaf (x86: 1 = PT .. 5 = PML5) */
+    uint8_t kind;   /**< enum mmp_pt_leaf_kind */
+    uint64_t desc;  /**< the raw descriptor */
+};
+
+enum mmp_pt_leaf_kind {
+    MMP_LEAF_PAGE = 0,  /**< last-level page */
+    MMP_LEAF_BLOCK = 1, /**< block / huge page */
+    MMP_LEAF_CONT = 2,  /**< page or block inside a contiguous-bit run */
+};
+
+/** Counters kept per table. */
+struct mmp_pt_stats {
+    uint64_t entries_written;   /**< descriptor stores */
+    uint64_t barriers;          /**< barriers emitted (arm64 dsb ishst; isb) */
+    uint64_t barriers_deferred; /**< barriers recorded as pending in lazy mode */
+    uint64_t flushes;           /**< tlb_flush calls */
+    uint64_t ranges_coalesced;  /**< flush ranges merged into another */
+    uint64_t table_pages;       /**< table pages in use now (root included) */
+};
+
+/**
+ * A page table. The caller owns the storage (embed it in a VM structure);
+ * its contents are private. mmp_pt_create() allocates one for hosted use.
+ */
+struct mmp_pt {
+    uint64_t opaque[48];
+};
+
+/**
+ * Initialise @p pt and allocate its root table.
+ * @p ops NULL means the built-in allocator (hosted builds only: heap pages,
+ * pa == va, no-op flush); a freestanding build returns -EINVAL for NULL.
+ * Errors: -EINVAL (NULL pt/cfg, unknown format, bad granule, va_bits or
+ * pa_bits out of the format's range, incomplete ops); -ENOTSUP (granule and
+ * level combination the format lacks); -ENOMEM (root allocation failed).
+ */
+MMP_API int mmp_pt_init(struct mmp_pt *pt, const struct mmp_pt_config *cfg,
+                        const struct mmp_pt_ops *ops);
+
+/** Free every table page of @p pt. The table must not be in use by an MMU. */
+MMP_API void mmp_pt_fini(struct mmp_pt *pt);
+
+/** mmp_pt_init() on heap storage (hosted builds). Errors as init; -ENOMEM. */
+MMP_API int mmp_pt_create(struct mmp_pt **pt, const struct mmp_pt_config *cfg,
+                          const struct mmp_pt_ops *ops);
+/** mmp_pt_fini() and free the storage from mmp_pt_create(). NULL is a no-op. */
+MMP_API void mmp_pt_destroy(struct mmp_pt *pt);
+
+/**
+ * Map [va, va+size) to [pa, pa+size) with @p attrs (MMP_PROT_* | MMP_MEM_*),
+ * using the largest leaves alignment allows (block, contiguous run, page).
+ * Errors: -EINVAL (va, pa or size not granule-aligned, size 0, unknown attrs
+ * or flags, WRITE without READ); -EOVERFLOW (va+size or pa+size wraps);
+ * -ERANGE (beyond va_bits / non-canonical x86 address, or beyond pa_bits);
+ * -EEXIST (something is mapped in the range and MMP_MAP_REPLACE is not
+ * given); -ENOMEM (a table allocation failed).
+ */
+MMP_API int mmp_pt_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t size,
+                       uint32_t attrs, uint32_t flags);
+
+/**
+ * Unmap [va, va+size); blocks and contiguous runs that straddle the ends
+ * are split so the rest stays mapped. Holes inside the range are skipped.
+ * Tables left empty are freed (after the flush that covers them).
+ * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for map; -ENOMEM (a split needed
+ * a table and none could be allocated).
+ */
+MMP_API int mmp_pt_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size);
+
+/**
+ * Change the attributes of every mapping in [va, va+size), splitting
+ * blocks and unfolding contiguous runs at the ends. Holes are skipped.
+ * Errors: as unmap, plus -EINVAL for unknown attrs.
+ */
+MMP_API int mmp_pt_protect(struct mmp_pt *pt, uint64_t va, uint64_t size, uint32_t attrs);
+
+/** The leaf translating @p va. Errors: -ENOENT (unmapped), -EINVAL, -ERANGE. */
+MMP_API int mmp_pt_lookup(const struct mmp_pt *pt, uint64_t va, struct mmp_pt_leaf *out);
+
+/** Called for each leaf; a non-zero return stops the walk and is returned. */
+typedef int (*mmp_pt_walk_fn)(void *arg, const struct mmp_pt_leaf *leaf);
+
+/**
+ * Visit every leaf overlapping [va, va+size) in address order.
+ * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for map; else fn's non-zero value.
+ */
+MMP_API int mmp_pt_walk(const struct mmp_pt *pt, uint64_t va, uint64_t size,
+                        mmp_pt_walk_fn fn, void *arg);
+
+/** Physical address of the root table (for CR3, TTBRn_ELx, VTTBR_EL2). */
+MMP_API uint64_t mmp_pt_root(const struct mmp_pt *pt);
+
+/** Copy the counters of @p pt into *out. */
+MMP_API void mmp_pt_stats(const struct mmp_pt *pt, struct mmp_pt_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
