@@ -47,6 +47,15 @@ int mmp_test_emulated(void)
     return e && *e;
 }
 
+const char *mmp_test_foreign_cpu(void)
+{
+    if (mmp_test_emulated())
+        return "under qemu-user, /proc and sysfs describe the host CPU, not the emulated one";
+    if (getenv("MMPORT_UNDER_VALGRIND"))
+        return "valgrind presents its own CPUID, unlike /proc and sysfs";
+    return NULL;
+}
+
 static int count_lines(const char *path)
 {
     FILE *f = fopen(path, "r");

@@ -32,4 +32,11 @@ void mmp_test_note_skip(const char *test, const char *why);
 /* True when running under qemu-user (set by the emulated check runs). */
 int mmp_test_emulated(void);
 
+/*
+ * Why the CPU the tests see is not the machine's (qemu-user, or valgrind,
+ * which presents its own CPUID), or NULL. Tests that compare detection with
+ * the host's /proc or sysfs skip with this reason.
+ */
+const char *mmp_test_foreign_cpu(void);
+
 #endif

@@ -1,0 +1,12 @@
+#!/bin/sh
+# The native check suites once more under valgrind memcheck: any invalid
+# access, use of uninitialised memory or leak fails the step.
+# (Suites that are slow under valgrind may be left out with VALGRIND_SKIP.)
+set -u
+b=build/$(uname -m)
+bin=$b/tests/mmport-test
+[ -x "$bin" ] || { echo "FAIL: $bin not built"; exit 1; }
+# libcheck forks a child per test; valgrind follows forks by itself.
+MMPORT_UNDER_VALGRIND=1 CK_DEFAULT_TIMEOUT=600 CK_EXCLUDE_SUITE="${VALGRIND_SKIP:-}" \
+    valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
+    --track-origins=no "$bin"
