@@ -29,7 +29,7 @@ deps:
 build-native: config.mak
 	+@$(native) all tests
 build-asan: config.mak
-	+@$(asan) tests
+	+@$(asan) all tests
 build-cross: config.mak
 	+@$(if $(CROSS_CC),$(cross) all tests,echo "no cross compiler configured")
 
