@@ -39,7 +39,12 @@ check: deps config.mak
 run: deps config.mak all
 	$(NATIVE_B)/mmport info
 
-install: all
+# mmport(3) is generated from the public headers' doc comments.
+build/man/mmport.3: $(wildcard include/mmport/*.h) scripts/gen-man3.sh
+	@mkdir -p $(@D)
+	scripts/gen-man3.sh $@ $(sort $(wildcard include/mmport/*.h))
+
+install: all build/man/mmport.3
 	@scripts/install.sh "$(DESTDIR)" "$(PREFIX)" "$(NATIVE_B)"
 
 clean:

@@ -22,6 +22,7 @@ need /usr/include/atomic_ops.h libatomic-ops-dev
 need /usr/include/check.h check
 need /usr/lib/aarch64-linux-gnu/pkgconfig/check.pc check:arm64
 need valgrind valgrind
+need groff groff-base
 need "$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a 2>/dev/null || echo /nonexistent)" libclang-rt-14-dev
 
 [ -z "$missing" ] && exit 0

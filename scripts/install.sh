@@ -12,7 +12,7 @@ ln -sf libmmport.so.0.1.0 "$root/lib/libmmport.so.0"
 ln -sf libmmport.so.0.1.0 "$root/lib/libmmport.so"
 cp "$b/mmport" "$root/bin/"
 for sec in 1 3; do
-    for m in man/*.$sec; do
+    for m in man/*.$sec build/man/*.$sec; do
         [ -f "$m" ] || continue
         mkdir -p "$root/share/man/man$sec"
         cp "$m" "$root/share/man/man$sec/"

@@ -37,7 +37,8 @@ else
 fi
 for m in "$tmp"/usr/local/share/man/man*/*; do
     [ -f "$m" ] || continue
-    if man -l "$m" > /dev/null 2>&1; then ok "man page renders: $(basename "$m")"; else ko "man page $(basename "$m")"; fi
+    warn=$(groff -man -Tutf8 -ww -z "$m" 2>&1)
+    if [ -z "$warn" ]; then ok "man page renders: $(basename "$m")"; else ko "man page $(basename "$m"): $warn"; fi
 done
 [ -n "${MMPORT_TEST_RESULTS:-}" ] && echo "$pass $fail 0" > "$MMPORT_TEST_RESULTS"
 [ $fail = 0 ]
