@@ -33,6 +33,19 @@ build-asan: config.mak
 build-cross: config.mak
 	+@$(if $(CROSS_CC),$(cross) all tests,echo "no cross compiler configured")
 
+# Coverage-guided fuzzing (clang libFuzzer + ASan/UBSan) for FUZZ_SECONDS
+# per target, starting from the checked-in corpus; new inputs collect in
+# build/fuzz/corpus/. `make fuzz-merge` folds the interesting ones back.
+FUZZ_SECONDS ?= 60
+fuzz = $(SUB) B=build/fuzz ARCH=$(ARCH) CC="$(CLANG)" FUZZ_ENGINE=libfuzzer \
+       VFLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all" \
+       FUZZ_LDFLAGS="-fsanitize=fuzzer"
+fuzz: deps config.mak
+	+@$(fuzz) fuzz
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh run
+fuzz-merge:
+	@scripts/fuzz.sh merge
+
 check: deps config.mak
 	+@ARCH="$(ARCH)" CROSS_CC="$(CROSS_CC)" QEMU_AARCH64="$(QEMU_AARCH64)" scripts/check.sh
 
@@ -53,4 +66,4 @@ clean:
 distclean: clean
 	rm -f config.mak
 
-.PHONY: all deps build-native build-asan build-cross check run install clean distclean
+.PHONY: fuzz fuzz-merge all deps build-native build-asan build-cross check run install clean distclean

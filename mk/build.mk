@@ -14,6 +14,8 @@ HOST_SRC := $(sort $(wildcard host/linux/*.c))
 LIB_SRC := $(CORE_SRC) $(FORMAT_SRC) $(ARCH_SRC) $(HOST_SRC)
 TOOL_SRC := $(sort $(wildcard tools/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
+MODEL_SRC := $(sort $(wildcard tests/model/*.c))
+FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 
 AO_INC := build/include-ao
 CPPFLAGS := -Iinclude -Icore -Iarch/$(ARCH_DIR) -I$(AO_INC) -I$(B)/gen
@@ -70,5 +72,14 @@ $(TEST_BIN): $(call obj,$(TEST_SRC)) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LIBS) -lpthread -lm
 
-.PHONY: all tests
+# Fuzz targets: with FUZZ_ENGINE=libfuzzer linked against libFuzzer (clang,
+# -fsanitize=fuzzer), otherwise against fuzz/replay.c, which runs a corpus.
+FUZZ_BINS := $(patsubst fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
+FUZZ_MAIN := $(if $(filter libfuzzer,$(FUZZ_ENGINE)),,$(B)/obj/fuzz/replay.o)
+fuzz: $(FUZZ_BINS)
+$(B)/fuzz/%: $(B)/obj/fuzz/%.o $(call obj,$(MODEL_SRC)) $(FUZZ_MAIN) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $(FUZZ_LDFLAGS) -o $@ $^ -lpthread -lm
+
+.PHONY: all tests fuzz
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
