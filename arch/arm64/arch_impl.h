@@ -5,5 +5,6 @@
 
 #define MMP_ARCH_THIS MMP_ARCH_ARM64
 #define mmp_arch_cpu_detect mmp_arch_cpu_detect
+#define mmp_arch_clear_fn mmp_arch_clear_fn
 
 #endif
