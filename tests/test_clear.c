@@ -573,6 +573,15 @@ static char *tmp_tuning(const char *text)
     return path;
 }
 
+/* The policy in force after pointing MMPORT_TUNING at a file with text. */
+static void policy_with_tuning(const char *text, struct mmp_clear_policy *p)
+{
+    char *path = tmp_tuning(text);
+    setenv("MMPORT_TUNING", path, 1);
+    mmp_clear_policy(p);
+    unlink(path);
+}
+
 static void cpu_line(char *buf, size_t cap)
 {
     const struct mmp_cpu_features *f = mmp_cpu_features();
@@ -588,11 +597,8 @@ START_TEST(tuning_file_applies)
     char text[512], line[128];
     cpu_line(line, sizeof line);
     snprintf(text, sizeof text, "# test\n%shot memset\ncold memset\ncold_min 1234M\n", line);
-    char *path = tmp_tuning(text);
-    setenv("MMPORT_TUNING", path, 1);
     struct mmp_clear_policy p;
-    mmp_clear_policy(&p);
-    unlink(path);
+    policy_with_tuning(text, &p);
     ck_assert_str_eq(p.source, "tuning");
     ck_assert_str_eq(p.hot, "memset");
     ck_assert_str_eq(p.cold, "memset");
@@ -605,15 +611,61 @@ START_TEST(tuning_file_for_other_cpu_ignored)
 {
     if (!fresh_process())
         MMP_SKIP("needs libcheck's fork mode (CK_FORK=no set)");
-    char *path = tmp_tuning("cpu x86_64 NoSuchVendor 99 99 0\nhot memset\n");
-    setenv("MMPORT_TUNING", path, 1);
     struct mmp_clear_policy p, table;
-    mmp_clear_policy(&p);
-    unlink(path);
+    policy_with_tuning("cpu x86_64 NoSuchVendor 99 99 0\nhot memset\n", &p);
     mmp_clear_policy_for(mmp_cpu_features(), &table);
     ck_assert_ptr_nonnull(strstr(p.source, "another CPU"));
     ck_assert_str_eq(p.hot, table.hot);
     ck_assert_uint_eq(p.cold_min, table.cold_min);
+}
+END_TEST
+
+START_TEST(tuning_format_round_trips)
+{
+    if (!fresh_process())
+        MMP_SKIP("needs libcheck's fork mode (CK_FORK=no set)");
+    struct mmp_clear_calibration cal = {.nsizes = 1, .size = {1u << 20}};
+    struct mmp_clear_policy table;
+    mmp_clear_policy_for(mmp_cpu_features(), &table);
+    cal.hot = table.cold; /* swapped, so the file visibly wins */
+    cal.cold = table.hot;
+    cal.cold_min = 3u << 20;
+    cal.gbps[MMP_K_MEMSET][0] = 1.5;
+    char text[2048];
+    ck_assert_int_eq(mmp_clear_tuning_format(&cal, text, 16), -MMP_ERANGE);
+    ck_assert_int_eq(mmp_clear_tuning_format(NULL, text, sizeof text), -MMP_EINVAL);
+    int n = mmp_clear_tuning_format(&cal, text, sizeof text);
+    ck_assert_int_gt(n, 0);
+    ck_assert_uint_eq(strlen(text), (size_t)n);
+    struct mmp_clear_policy p;
+    policy_with_tuning(text, &p);
+    ck_assert_str_eq(p.source, "tuning");
+    ck_assert_str_eq(p.hot, cal.hot);
+    ck_assert_str_eq(p.cold, cal.cold);
+    ck_assert_uint_eq(p.cold_min, cal.cold_min);
+}
+END_TEST
+
+START_TEST(calibrate_measures_every_available_kernel)
+{
+    if (mmp_test_emulated())
+        MMP_SKIP("timing only; under qemu-user clocks say nothing and it takes minutes");
+    struct mmp_clear_calibration cal;
+    struct gbuf g = gbuf_new(4u << 20);
+    ck_assert_int_eq(mmp_clear_calibrate(g.p + 8, g.len, &cal), -MMP_EINVAL);
+    ck_assert_int_eq(mmp_clear_calibrate(g.p, 1u << 20, &cal), -MMP_EINVAL);
+    ck_assert_int_eq(mmp_clear_calibrate(g.p, g.len, &cal), 0);
+    check_gbuf(&g, g.len, "calibration buffer");
+    ck_assert_uint_ge(cal.nsizes, 2);
+    ck_assert_uint_eq(cal.size[cal.nsizes - 1], g.len);
+    size_t n;
+    const struct mmp_clear_kernel *k = mmp_clear_kernels(&n);
+    for (size_t i = 0; i < n; i++)
+        for (size_t s = 0; s < cal.nsizes; s++)
+            ck_assert_msg((cal.gbps[i][s] > 0) == k[i].available, "%s at %zu", k[i].name, s);
+    ck_assert(k[mmp_core_clear_lookup(cal.hot)].available);
+    ck_assert(k[mmp_core_clear_lookup(cal.cold)].available);
+    gbuf_free(&g);
 }
 END_TEST
 
@@ -694,6 +746,8 @@ Suite *mmp_suite_clear(void)
     MMP_ADD(s, env_unusable_kernel_fails_every_call);
     MMP_ADD(s, tuning_file_applies);
     MMP_ADD(s, tuning_file_for_other_cpu_ignored);
+    MMP_ADD(s, tuning_format_round_trips);
+    MMP_ADD(s, calibrate_measures_every_available_kernel);
     MMP_ADD(s, arm64_dc_zva_any_alignment);
     MMP_ADD(s, arm64_kernels_follow_the_cpu);
     return s;

@@ -66,6 +66,14 @@ static int run_once(const struct method *m, char *buf, size_t size)
 static double sample(const struct method *m, char *buf, size_t size)
 {
     size_t iters = size >= (32u << 20) ? 1 : (32u << 20) / size;
+    /*
+     * Every sample starts from the same cache state, whatever the previous
+     * method left: the range evicted (cleared with the cold kernel, whose NT
+     * stores or CLZERO leave no line cached), as memory a hypervisor hands
+     * out usually is. Repeated iterations at small sizes then run warm.
+     */
+    struct mmp_clear_opts evict = {.hint = MMP_CLEAR_COLD};
+    mmp_clear(buf, size, &evict);
     double t0 = now_s();
     for (size_t i = 0; i < iters; i++)
         if (run_once(m, buf, size))
