@@ -75,31 +75,36 @@ static volatile AO_t n_clears, n_cancelled, n_rejected;
 
 /*
  * Small calls are counted in a per-thread block and flushed to the shared
- * counters every FLUSH_EVERY calls: a locked add per call would wait for
- * the previous clear's stores to drain (~9 ns each on the dev machine, a
- * third of a 4 KiB clear in L1).
+ * counters every FLUSH_EVERY calls of a kernel: a locked add per call would
+ * wait for the previous clear's stores to drain (~9 ns each on the dev
+ * machine, a third of a 4 KiB clear in L1). One word per kernel packs the
+ * three counts, so counting is one add: lengths are multiples of 4 KiB,
+ * which leaves bits 0-5 for calls and 6-11 for finished mmp_clear() calls.
  */
-#define FLUSH_EVERY 64
+#define FLUSH_EVERY 32
+#define P_CALL 1u
+#define P_CLEAR 64u
+#define P_MASK 63u
 struct pending {
-    uint32_t calls[MMP_K_COUNT];
-    uint32_t n, clears;
-    uint64_t bytes[MMP_K_COUNT];
+    uint64_t w[MMP_K_COUNT];
+    uint64_t clears; /* finished calls counted apart from a kernel call */
 };
 
 static void flush(struct pending *p)
 {
+    uint64_t clears = p->clears;
     for (unsigned k = 0; k < MMP_K_COUNT; k++) {
-        if (!p->calls[k])
+        uint64_t w = p->w[k];
+        if (!w)
             continue;
-        AO_fetch_and_add(&n_calls[k], (AO_t)p->calls[k]);
-        AO_fetch_and_add(&n_bytes[k], (AO_t)p->bytes[k]);
-        p->calls[k] = 0;
-        p->bytes[k] = 0;
+        AO_fetch_and_add(&n_calls[k], (AO_t)(w & P_MASK));
+        AO_fetch_and_add(&n_bytes[k], (AO_t)(w & ~(uint64_t)(MMP_PAGE_SIZE - 1)));
+        clears += (w / P_CLEAR) & P_MASK;
+        p->w[k] = 0;
     }
-    if (p->clears)
-        AO_fetch_and_add(&n_clears, (AO_t)p->clears);
+    if (clears)
+        AO_fetch_and_add(&n_clears, (AO_t)clears);
     p->clears = 0;
-    p->n = 0;
 }
 
 void mmp_core_thread_block_exit(void *block)
@@ -107,10 +112,15 @@ void mmp_core_thread_block_exit(void *block)
     flush(block);
 }
 
-/* Counts one kernel invocation (and, with clear, one finished mmp_clear). */
-static void count(unsigned k, size_t len, bool clear)
+static struct pending *own_block(void)
 {
-    struct pending *p = mmp_host_thread_block(sizeof *p);
+    return mmp_host_thread_block(sizeof(struct pending));
+}
+
+/* Counts one kernel invocation (and, with clear, one finished mmp_clear). */
+static inline void count(unsigned k, size_t len, bool clear)
+{
+    struct pending *p = own_block();
     if (!p) {
         AO_fetch_and_add1(&n_calls[k]);
         AO_fetch_and_add(&n_bytes[k], (AO_t)len);
@@ -118,16 +128,10 @@ static void count(unsigned k, size_t len, bool clear)
             AO_fetch_and_add1(&n_clears);
         return;
     }
-    p->calls[k]++;
-    p->bytes[k] += len;
-    p->clears += clear;
-    if (++p->n >= FLUSH_EVERY)
+    uint64_t w = p->w[k] + len + P_CALL + (clear ? P_CLEAR : 0);
+    p->w[k] = w;
+    if ((w & P_MASK) >= FLUSH_EVERY)
         flush(p);
-}
-
-static struct pending *own_block(void)
-{
-    return mmp_host_thread_block(sizeof(struct pending));
 }
 
 static void count_clear(void)
@@ -137,8 +141,7 @@ static void count_clear(void)
         AO_fetch_and_add1(&n_clears);
         return;
     }
-    p->clears++;
-    if (++p->n >= FLUSH_EVERY)
+    if (++p->clears >= FLUSH_EVERY)
         flush(p);
 }
 
@@ -272,6 +275,8 @@ static int clear_opts(void *addr, size_t len, const struct mmp_clear_opts *opts)
     if (!o->yield && threads == 1) { /* the common case, kept short */
         if (len)
             invoke(k, s->fn[k], addr, len, true);
+        else
+            count_clear();
         if (o->cleared)
             *o->cleared = len;
         return 0;

@@ -41,6 +41,7 @@ struct mmp_core_clear_kdesc {
     uint32_t needs;     /* enum mmp_cpu_flag bits the CPU must have */
     bool cold;
     const char *needs_why; /* shown when a needed flag is missing */
+    const char *ok_why;    /* shown when it is available */
 };
 extern const struct mmp_core_clear_kdesc mmp_core_clear_kdesc[MMP_K_COUNT];
 

@@ -11,21 +11,29 @@
 #define ARM MMP_ARCH_ARM64
 
 const struct mmp_core_clear_kdesc mmp_core_clear_kdesc[MMP_K_COUNT] = {
-    [MMP_K_MEMSET] = {"memset", MMP_ARCH_GENERIC, 0, false, NULL},
-    [MMP_K_REP_STOSB] = {"rep_stosb", X86, 0, false, NULL},
-    [MMP_K_REP_STOSQ] = {"rep_stosq", X86, 0, false, NULL},
-    [MMP_K_UNROLLED] = {"unrolled", X86, 0, false, NULL},
-    [MMP_K_MOVNTI] = {"movnti", X86, MMP_CPU_SSE2, true, "CPU lacks SSE2"},
+    [MMP_K_MEMSET] = {"memset", MMP_ARCH_GENERIC, 0, false, NULL,
+                      "portable C store loop (a memset call where the compiler makes one)"},
+    [MMP_K_REP_STOSB] = {"rep_stosb", X86, 0, false, NULL,
+                         "every x86-64 runs it; fast with ERMS"},
+    [MMP_K_REP_STOSQ] = {"rep_stosq", X86, 0, false, NULL,
+                         "every x86-64 runs it; fast with REP_GOOD"},
+    [MMP_K_UNROLLED] = {"unrolled", X86, 0, false, NULL, "plain 64-bit stores, any x86-64"},
+    [MMP_K_MOVNTI] = {"movnti", X86, MMP_CPU_SSE2, true, "CPU lacks SSE2", "CPU has SSE2"},
     [MMP_K_AVX2_NT] = {"avx2_nt", X86, MMP_CPU_AVX2, true,
-                       "CPU lacks AVX2 (or the OS does not save YMM state)"},
+                       "CPU lacks AVX2 (or the OS does not save YMM state)",
+                       "CPU has AVX2 and the OS saves YMM state"},
     [MMP_K_AVX512_NT] = {"avx512_nt", X86, MMP_CPU_AVX512F, true,
-                         "CPU lacks AVX-512F (or the OS does not save ZMM state)"},
-    [MMP_K_CLZERO] = {"clzero", X86, MMP_CPU_CLZERO, true, "CPU lacks CLZERO (AMD only)"},
+                         "CPU lacks AVX-512F (or the OS does not save ZMM state)",
+                         "CPU has AVX-512F and the OS saves ZMM state"},
+    [MMP_K_CLZERO] = {"clzero", X86, MMP_CPU_CLZERO, true, "CPU lacks CLZERO (AMD only)",
+                      "CPU has CLZERO"},
     [MMP_K_DC_ZVA] = {"dc_zva", ARM, MMP_CPU_DC_ZVA, true,
-                      "DC ZVA prohibited (DCZID_EL0.DZP) or not reported"},
-    [MMP_K_STNP] = {"stnp", ARM, 0, true, NULL},
-    [MMP_K_STP] = {"stp", ARM, 0, false, NULL},
-    [MMP_K_MOPS] = {"mops", ARM, MMP_CPU_MOPS, false, "CPU lacks FEAT_MOPS (HWCAP2_MOPS)"},
+                      "DC ZVA prohibited (DCZID_EL0.DZP) or not reported",
+                      "DCZID_EL0 allows DC ZVA"},
+    [MMP_K_STNP] = {"stnp", ARM, 0, true, NULL, "every arm64 runs it"},
+    [MMP_K_STP] = {"stp", ARM, 0, false, NULL, "every arm64 runs it"},
+    [MMP_K_MOPS] = {"mops", ARM, MMP_CPU_MOPS, false, "CPU lacks FEAT_MOPS (HWCAP2_MOPS)",
+                    "CPU has FEAT_MOPS"},
 };
 
 /*
@@ -87,9 +95,7 @@ static const char *why(const struct mmp_cpu_features *f, unsigned k, bool built)
         return d->needs_why;
     if (!built)
         return "not built into this library";
-    if (k == MMP_K_MEMSET)
-        return "portable C; runs everywhere";
-    return d->needs ? "CPU reports the feature it needs" : "base instruction set";
+    return d->ok_why;
 }
 
 void mmp_core_clear_describe(struct mmp_clear_kernel *list)

@@ -26,7 +26,9 @@
  * (derived from the last-level cache size). MMPORT_CLEAR_COLD_MIN=<bytes>
  * and a tuning file named by MMPORT_TUNING=<path> (written by
  * `mmport tune`) override the defaults. Environment and tuning file are
- * read once, at the first clearing call.
+ * read once, at the first call of mmp_clear(), mmp_clear_pages(),
+ * mmp_clear_kernels() or mmp_clear_policy(); a bad MMPORT_CLEAR makes every
+ * clearing call without opts->kernel fail (see mmp_clear()).
  */
 #ifndef MMPORT_CLEAR_H
 #define MMPORT_CLEAR_H
@@ -138,7 +140,10 @@ struct mmp_clear_stats {
 /**
  * Copy the counters to *out. Only invocations of at least 256 KiB are timed
  * (a clock read costs as much as clearing a page); ns is 0 without a clock
- * (freestanding builds). Never fails.
+ * (freestanding builds). Smaller calls are batched per thread (up to 31
+ * calls per kernel) before they reach the shared counters: the caller's
+ * own are flushed here, another running thread's may lag; a thread's are
+ * flushed when it exits. Never fails.
  */
 MMP_API void mmp_clear_stats(struct mmp_clear_stats *out);
 
