@@ -5,6 +5,7 @@
  * from data, so a kernel the CPU lacks is never executed.
  */
 #include "arch.h"
+#include "atomic.h"
 #include "clear_impl.h"
 
 #define X86 MMP_ARCH_X86_64
@@ -38,13 +39,16 @@ const struct mmp_core_clear_kdesc mmp_core_clear_kdesc[MMP_K_COUNT] = {
 
 /*
  * Plain stores; the compiler may turn the loop into a memset call, which
- * every freestanding environment provides (and glibc's when hosted).
+ * every freestanding environment provides (and glibc's when hosted). The
+ * store-store barrier (a compiler barrier on x86, DMB ISHST on arm64) keeps
+ * the kernel contract: zeroes ordered before the caller's later stores.
  */
 void mmp_core_clear_memset(void *addr, size_t len)
 {
     uint64_t *p = addr;
     for (size_t i = 0; i < len / 8; i++)
         p[i] = 0;
+    AO_nop_write();
 }
 
 bool mmp_core_clear_supported(const struct mmp_cpu_features *f, unsigned k)

@@ -87,14 +87,15 @@ static const char usage[] =
     "Measures every available clearing kernel forced through mmp_clear(), \"auto\"\n"
     "(the default policy: AUTO hint), \"memset\" (glibc) and \"per_page\" (the auto\n"
     "hot kernel called once per 4 KiB page, as a kernel clear_page loop does), at\n"
-    "each size, interleaved, best of N repetitions after one warm-up; at 1 GiB\n"
+    "each size, interleaved, best of N repetitions after one warm-up, every\n"
+    "sample starting with the range evicted from the caches; at 1 GiB\n"
     "also \"auto\" with one thread per online CPU. The library's own \"memset\"\n"
     "kernel is glibc memset in a hosted build (its loop compiles to a memset\n"
     "call), so it is reported once, as \"memset\". The buffer is prefaulted and\n"
     "advised MADV_HUGEPAGE, as guest RAM usually is.\n\n"
     "  --json      a JSON array of {size_bytes, method, threads, gbps} on stdout\n"
     "              (the ratios go to stderr)\n"
-    "  --quick     2 repetitions instead of 5 (under 15 s)\n"
+    "  --quick     3 repetitions instead of 7 (under 15 s)\n"
     "  --sizes L   comma-separated sizes (default 4K,2M,32M,256M,1G)\n"
     "  --reps N    repetitions per method and size\n";
 
@@ -171,7 +172,7 @@ static void ratios(FILE *out, const struct result *r, size_t nr, const unsigned 
 static int run(int argc, char **argv)
 {
     bool json = false;
-    unsigned reps = 5;
+    unsigned reps = 7;
     unsigned long long sizes[MAXS] = {4ull << 10, 2ull << 20, 32ull << 20, 256ull << 20,
                                       1ull << 30};
     size_t ns = 5;
@@ -181,7 +182,7 @@ static int run(int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
         } else if (strcmp(argv[i], "--quick") == 0) {
-            reps = 2;
+            reps = 3;
         } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
             reps = (unsigned)strtoul(argv[++i], NULL, 10);
             if (!reps || reps > 100)
