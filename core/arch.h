@@ -26,6 +26,6 @@ void mmp_arch_cpu_detect(struct mmp_cpu_features *f);
  * on the running CPU is checked by core from the kernel's feature needs
  * before it is ever called. Optional: the generic default builds none.
  */
-void (*mmp_arch_clear_fn(unsigned id))(void *addr, size_t len);
+int (*mmp_arch_clear_fn(unsigned id))(void *addr, size_t len);
 
 #endif

@@ -251,8 +251,7 @@ int mmp_clear(void *addr, size_t len, const struct mmp_clear_opts *opts)
         !(((uintptr_t)addr | len) & (MMP_PAGE_SIZE - 1)) && len <= UINTPTR_MAX - (uintptr_t)addr) {
         unsigned k = len >= s->pol.cold_min ? s->cold : s->hot;
         count(k, len, true);
-        s->fn[k](addr, len);
-        return 0;
+        return s->fn[k](addr, len); /* 0; a tail call */
     }
     return clear_opts(addr, len, opts);
 }

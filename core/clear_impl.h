@@ -30,9 +30,10 @@ enum mmp_core_clear_kid {
 /*
  * A kernel zeroes len bytes at addr: both multiples of 64 and len > 0
  * (mmp_clear() passes whole 4 KiB pages). Non-temporal kernels end with one
- * store fence; every kernel orders its zeroes before later stores.
+ * store fence; every kernel orders its zeroes before later stores. Kernels
+ * return 0, so mmp_clear() can end in a tail call to one.
  */
-typedef void (*mmp_core_clear_fn)(void *addr, size_t len);
+typedef int (*mmp_core_clear_fn)(void *addr, size_t len);
 
 /* Static description of a kernel (data; the same on every host). */
 struct mmp_core_clear_kdesc {
@@ -46,7 +47,7 @@ struct mmp_core_clear_kdesc {
 extern const struct mmp_core_clear_kdesc mmp_core_clear_kdesc[MMP_K_COUNT];
 
 /* The portable kernel (a plain store loop; compilers may call memset). */
-void mmp_core_clear_memset(void *addr, size_t len);
+int mmp_core_clear_memset(void *addr, size_t len);
 
 /* True if the CPU described by f could run kernel k (built or not). */
 bool mmp_core_clear_supported(const struct mmp_cpu_features *f, unsigned k);

@@ -43,12 +43,13 @@ const struct mmp_core_clear_kdesc mmp_core_clear_kdesc[MMP_K_COUNT] = {
  * store-store barrier (a compiler barrier on x86, DMB ISHST on arm64) keeps
  * the kernel contract: zeroes ordered before the caller's later stores.
  */
-void mmp_core_clear_memset(void *addr, size_t len)
+int mmp_core_clear_memset(void *addr, size_t len)
 {
     uint64_t *p = addr;
     for (size_t i = 0; i < len / 8; i++)
         p[i] = 0;
     AO_nop_write();
+    return 0;
 }
 
 bool mmp_core_clear_supported(const struct mmp_cpu_features *f, unsigned k)

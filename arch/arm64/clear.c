@@ -31,14 +31,15 @@ static inline void stp_loop(char *p, size_t len)
                      : "memory", "cc");
 }
 
-static void k_stp(void *addr, size_t len)
+static int k_stp(void *addr, size_t len)
 {
     stp_loop(addr, len);
     store_fence();
+    return 0;
 }
 
 /* STNP: the fallback when DC ZVA is prohibited (DCZID_EL0.DZP). */
-static void k_stnp(void *addr, size_t len)
+static int k_stnp(void *addr, size_t len)
 {
     char *p = addr;
     __asm__ volatile("1:\n\t"
@@ -53,6 +54,7 @@ static void k_stnp(void *addr, size_t len)
                      :
                      : "memory", "cc");
     store_fence();
+    return 0;
 }
 
 /*
@@ -60,7 +62,7 @@ static void k_stnp(void *addr, size_t len)
  * (Arm ARM D7.4.12 / C5.3.x "DC ZVA"). Works for any block size and any
  * 64-byte-aligned start and end: the parts outside whole blocks take STP.
  */
-static void k_dc_zva(void *addr, size_t len)
+static int k_dc_zva(void *addr, size_t len)
 {
     uintptr_t bs = mmp_cpu_features()->zva_block;
     char *p = addr, *end = p + len;
@@ -77,6 +79,7 @@ static void k_dc_zva(void *addr, size_t len)
     if (p < end)
         stp_loop(p, (size_t)(end - p));
     store_fence();
+    return 0;
 }
 
 /*
@@ -84,7 +87,7 @@ static void k_dc_zva(void *addr, size_t len)
  * ARM C6.2 "SETP, SETM, SETE"), emitted with .inst for assemblers without
  * +mops. The three must run back to back on these registers.
  */
-static void k_mops(void *addr, size_t len)
+static int k_mops(void *addr, size_t len)
 {
     register char *x0 __asm__("x0") = addr;
     register size_t x1 __asm__("x1") = len;
@@ -96,9 +99,10 @@ static void k_mops(void *addr, size_t len)
                      : "r"(x2)
                      : "memory", "cc");
     store_fence();
+    return 0;
 }
 
-void (*mmp_arch_clear_fn(unsigned id))(void *addr, size_t len)
+int (*mmp_arch_clear_fn(unsigned id))(void *addr, size_t len)
 {
     switch (id) {
     case MMP_K_DC_ZVA: return k_dc_zva;

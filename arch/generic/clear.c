@@ -3,7 +3,7 @@
 #include "arch.h"
 
 #ifndef mmp_arch_clear_fn
-void (*mmp_arch_clear_fn(unsigned id))(void *addr, size_t len)
+int (*mmp_arch_clear_fn(unsigned id))(void *addr, size_t len)
 {
     (void)id;
     return NULL;

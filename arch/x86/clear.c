@@ -10,20 +10,22 @@
 #include "clear_impl.h"
 
 /* rep stosb: fast strings with ERMS (Intel SDM vol. 1 7.3.9.3). */
-static void k_rep_stosb(void *addr, size_t len)
+static int k_rep_stosb(void *addr, size_t len)
 {
     __asm__ volatile("rep stosb" : "+D"(addr), "+c"(len) : "a"(0) : "memory");
+    return 0;
 }
 
 /* rep stosq: what Linux clear_page uses with REP_GOOD but no ERMS. */
-static void k_rep_stosq(void *addr, size_t len)
+static int k_rep_stosq(void *addr, size_t len)
 {
     size_t n = len / 8;
     __asm__ volatile("rep stosq" : "+D"(addr), "+c"(n) : "a"(0) : "memory");
+    return 0;
 }
 
 /* Plain 64-bit stores, one cache line per iteration (Linux clear_page_orig). */
-static void k_unrolled(void *addr, size_t len)
+static int k_unrolled(void *addr, size_t len)
 {
     __asm__ volatile("1:\n\t"
                      "movq %2, 0(%0)\n\t"
@@ -40,9 +42,10 @@ static void k_unrolled(void *addr, size_t len)
                      : "+r"(addr), "+r"(len)
                      : "r"(0ull)
                      : "memory", "cc");
+    return 0;
 }
 
-static void k_movnti(void *addr, size_t len)
+static int k_movnti(void *addr, size_t len)
 {
     __asm__ volatile("1:\n\t"
                      "movnti %2, 0(%0)\n\t"
@@ -60,6 +63,7 @@ static void k_movnti(void *addr, size_t len)
                      : "+r"(addr), "+r"(len)
                      : "r"(0ull)
                      : "memory", "cc");
+    return 0;
 }
 
 /*
@@ -78,21 +82,23 @@ static void k_movnti(void *addr, size_t len)
                      : "memory", "cc", "xmm0")
 
 /* Two 32-byte VMOVNTDQ per line. */
-static void k_avx2_nt(void *addr, size_t len)
+static int k_avx2_nt(void *addr, size_t len)
 {
     VEC_NT_LOOP("vmovntdq %%ymm0, 0(%0)\n\t"
                 "vmovntdq %%ymm0, 32(%0)\n\t");
+    return 0;
 }
 
 /* One full-line 64-byte VMOVNTDQ per line (needs 64-byte alignment). */
-static void k_avx512_nt(void *addr, size_t len)
+static int k_avx512_nt(void *addr, size_t len)
 {
     VEC_NT_LOOP("vmovntdq %%zmm0, 0(%0)\n\t");
+    return 0;
 }
 
 /* CLZERO zeroes the cache line holding rAX (AMD APM vol. 3); emitted as bytes
  * for assemblers that predate it. */
-static void k_clzero(void *addr, size_t len)
+static int k_clzero(void *addr, size_t len)
 {
     __asm__ volatile("1:\n\t"
                      ".byte 0x0f, 0x01, 0xfc\n\t" /* clzero (%rax) */
@@ -103,9 +109,10 @@ static void k_clzero(void *addr, size_t len)
                      : "+a"(addr), "+r"(len)
                      :
                      : "memory", "cc");
+    return 0;
 }
 
-void (*mmp_arch_clear_fn(unsigned id))(void *addr, size_t len)
+int (*mmp_arch_clear_fn(unsigned id))(void *addr, size_t len)
 {
     switch (id) {
     case MMP_K_REP_STOSB: return k_rep_stosb;

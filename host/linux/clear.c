@@ -101,15 +101,19 @@ static void block_init(void)
     block_key_ok = pthread_key_create(&block_key, block_exit) == 0;
 }
 
+/* First use in a thread: register the block for the exit-time flush. */
+static __attribute__((noinline)) void *block_first_use(void)
+{
+    pthread_once(&block_once, block_init);
+    if (!block_key_ok || pthread_setspecific(block_key, thread_block) != 0)
+        return NULL;
+    thread_block_keyed = true;
+    return thread_block;
+}
+
 void *mmp_host_thread_block(size_t size)
 {
     if (size > BLOCK_MAX)
         return NULL;
-    if (!thread_block_keyed) {
-        pthread_once(&block_once, block_init);
-        if (!block_key_ok || pthread_setspecific(block_key, thread_block) != 0)
-            return NULL;
-        thread_block_keyed = true;
-    }
-    return thread_block;
+    return thread_block_keyed ? thread_block : block_first_use();
 }
