@@ -10,21 +10,25 @@
 #define CAL_REPS 3
 #define CAL_WORK (32u << 20) /* bytes per sample at small sizes */
 
-/* Best GB/s of kernel fn over [buf, buf + size), lines evicted first. */
-static double measure(mmp_core_clear_fn fn, mmp_core_clear_fn evict, char *buf, size_t size)
+/*
+ * Best MB/s of kernel fn over [buf, buf + size), lines evicted first.
+ * Integer arithmetic only: hypervisors often forbid FP in their own code.
+ */
+static uint32_t measure(mmp_core_clear_fn fn, mmp_core_clear_fn evict, char *buf, size_t size)
 {
     size_t iters = size >= CAL_WORK ? 1 : CAL_WORK / size;
-    double best = 0;
+    uint64_t best = 0;
     for (int r = 0; r < CAL_REPS; r++) {
         evict(buf, size); /* same start state for every kernel */
         uint64_t t0 = mmp_host_now_ns();
         for (size_t i = 0; i < iters; i++)
             fn(buf, size);
         uint64_t t = mmp_host_now_ns() - t0;
-        double g = t ? (double)size * (double)iters / (double)t : 0; /* bytes/ns = GB/s */
-        best = g > best ? g : best;
+        /* bytes * 1000 / ns = MB/s; bytes <= 2^44 here, so no overflow */
+        uint64_t m = t ? (uint64_t)size * iters * 1000 / t : 0;
+        best = m > best ? m : best;
     }
-    return best;
+    return best > UINT32_MAX ? UINT32_MAX : (uint32_t)best;
 }
 
 int mmp_clear_calibrate(void *buf, size_t len, struct mmp_clear_calibration *out)
@@ -45,29 +49,29 @@ int mmp_clear_calibrate(void *buf, size_t len, struct mmp_clear_calibration *out
     mmp_core_clear_fn evict = mmp_core_clear_fn_of((unsigned)mmp_core_clear_lookup(pol.cold));
     size_t last = out->nsizes - 1;
     int hot = -1, cold = -1;
-    double hot_g = 0, cold_g = 0;
+    uint64_t hot_g = 0, cold_g = 0;
     for (unsigned k = 0; k < MMP_K_COUNT; k++) {
         mmp_core_clear_fn fn = mmp_core_clear_fn_of(k);
         if (!fn)
             continue;
         for (size_t s = 0; s < out->nsizes; s++)
-            out->gbps[k][s] = measure(fn, evict, buf, out->size[s]);
+            out->mbps[k][s] = measure(fn, evict, buf, out->size[s]);
         /* hot: cache-resident sizes; cold: the largest, cold kernels first */
-        double h = out->gbps[k][0] + out->gbps[k][1];
+        uint64_t h = (uint64_t)out->mbps[k][0] + out->mbps[k][1];
         if (h > hot_g)
             hot_g = h, hot = (int)k;
         bool is_cold = mmp_core_clear_kdesc[k].cold;
         bool cur_cold = cold >= 0 && mmp_core_clear_kdesc[cold].cold;
         if (cold < 0 || (is_cold && !cur_cold) ||
-            (is_cold == cur_cold && out->gbps[k][last] > cold_g))
-            cold_g = out->gbps[k][last], cold = (int)k;
+            (is_cold == cur_cold && out->mbps[k][last] > cold_g))
+            cold_g = out->mbps[k][last], cold = (int)k;
     }
     out->hot = mmp_core_clear_kdesc[hot].name;
     out->cold = mmp_core_clear_kdesc[cold].name;
     /* the smallest size from which cold beats hot by 5% at every larger size */
     out->cold_min = ~0ull;
     for (size_t s = out->nsizes; s-- > 0;) {
-        if (out->gbps[cold][s] <= 1.05 * out->gbps[hot][s])
+        if ((uint64_t)out->mbps[cold][s] * 20 <= (uint64_t)out->mbps[hot][s] * 21)
             break;
         out->cold_min = out->size[s];
     }
@@ -110,11 +114,11 @@ int mmp_clear_tuning_format(const struct mmp_clear_calibration *cal, char *text,
         put(&o, " "), put_u64(&o, cal->size[s]);
     put(&o, "\n");
     for (unsigned k = 0; k < MMP_K_COUNT; k++) {
-        if (!cal->gbps[k][0])
+        if (!cal->mbps[k][0])
             continue;
         put(&o, "#   "), put(&o, mmp_core_clear_kdesc[k].name);
         for (size_t s = 0; s < cal->nsizes; s++)
-            put(&o, " "), put_u64(&o, (uint64_t)(cal->gbps[k][s] * 1000));
+            put(&o, " "), put_u64(&o, cal->mbps[k][s]);
         put(&o, "\n");
     }
     put(&o, "cpu "), put(&o, mmp_arch_name(f->arch)), put(&o, " ");

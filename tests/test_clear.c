@@ -630,7 +630,7 @@ START_TEST(tuning_format_round_trips)
     cal.hot = table.cold; /* swapped, so the file visibly wins */
     cal.cold = table.hot;
     cal.cold_min = 3u << 20;
-    cal.gbps[MMP_K_MEMSET][0] = 1.5;
+    cal.mbps[MMP_K_MEMSET][0] = 1500;
     char text[2048];
     ck_assert_int_eq(mmp_clear_tuning_format(&cal, text, 16), -MMP_ERANGE);
     ck_assert_int_eq(mmp_clear_tuning_format(NULL, text, sizeof text), -MMP_EINVAL);
@@ -662,7 +662,7 @@ START_TEST(calibrate_measures_every_available_kernel)
     const struct mmp_clear_kernel *k = mmp_clear_kernels(&n);
     for (size_t i = 0; i < n; i++)
         for (size_t s = 0; s < cal.nsizes; s++)
-            ck_assert_msg((cal.gbps[i][s] > 0) == k[i].available, "%s at %zu", k[i].name, s);
+            ck_assert_msg((cal.mbps[i][s] > 0) == k[i].available, "%s at %zu", k[i].name, s);
     ck_assert(k[mmp_core_clear_lookup(cal.hot)].available);
     ck_assert(k[mmp_core_clear_lookup(cal.cold)].available);
     gbuf_free(&g);

@@ -179,8 +179,11 @@ MMP_API void mmp_clear_policy(struct mmp_clear_policy *out);
 struct mmp_clear_calibration {
     size_t nsizes;
     uint64_t size[MMP_CLEAR_CAL_SIZES]; /**< bytes, ascending */
-    /** GB/s per kernel (mmp_clear_kernels() order) and size; 0 = not measured. */
-    double gbps[MMP_CLEAR_MAX_KERNELS][MMP_CLEAR_CAL_SIZES];
+    /**
+     * MB/s (1e6 bytes/s) per kernel (mmp_clear_kernels() order) and size;
+     * 0 = not measured. Integers: the core uses no floating point.
+     */
+    uint32_t mbps[MMP_CLEAR_MAX_KERNELS][MMP_CLEAR_CAL_SIZES];
     const char *hot;   /**< fastest kernel at the small sizes (cache-resident) */
     const char *cold;  /**< fastest cold kernel at the largest size */
     uint64_t cold_min; /**< smallest size from which cold beats hot by 5% (or ~0) */
