@@ -70,8 +70,8 @@ const struct mmp_core_clear_quirk mmp_core_clear_quirks[] = {
      "EMR measurement, not measured itself); AUTO goes cold from LLC/64"},
     {"amd-zen1-2", MMP_ARCH_X86_64, "AuthenticAMD", 0x17, 0x17, 0, 0xff, 0, 0, B(REP_STOSB),
      0, 0,
-     "Zen 1/2 have no ERMS: rep stosb is microcoded bytewise; Linux uses rep stosq "
-     "(REP_GOOD) for clear_page"},
+     "Zen 1/2 have no ERMS (AMD added ERMS and FSRM with Zen 3) and their rep movsb/stosb "
+     "is slow microcode (firedancer issue 1073); Linux clear_page uses rep stosq (REP_GOOD)"},
     {"hygon-dhyana", MMP_ARCH_X86_64, "HygonGenuine", 0x18, 0x18, 0, 0xff, 0, 0, B(REP_STOSB),
      0, 0, "Hygon Dhyana is Zen 1: as amd-zen1-2"},
     /*
