@@ -95,7 +95,7 @@ static const char usage[] =
     "advised MADV_HUGEPAGE, as guest RAM usually is.\n\n"
     "  --json      a JSON array of {size_bytes, method, threads, gbps} on stdout\n"
     "              (the ratios go to stderr)\n"
-    "  --quick     3 repetitions instead of 7 (under 15 s)\n"
+    "  --quick     2 repetitions instead of 7 (under 15 s)\n"
     "  --sizes L   comma-separated sizes (default 4K,2M,32M,256M,1G)\n"
     "  --reps N    repetitions per method and size\n";
 
@@ -182,7 +182,7 @@ static int run(int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
         } else if (strcmp(argv[i], "--quick") == 0) {
-            reps = 3;
+            reps = 2;
         } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
             reps = (unsigned)strtoul(argv[++i], NULL, 10);
             if (!reps || reps > 100)
