@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <mmport/mmport.h>
@@ -620,6 +621,37 @@ START_TEST(tuning_file_for_other_cpu_ignored)
 }
 END_TEST
 
+START_TEST(tuning_file_bad_or_missing_ignored)
+{
+    if (!fresh_process())
+        MMP_SKIP("needs libcheck's fork mode (CK_FORK=no set)");
+    char line[128], text[512];
+    cpu_line(line, sizeof line);
+    static const char *const bad[] = {"hot no_such_kernel\n", "cold_min lots\n",
+                                      "colour blue\n", ""};
+    static const char *const why[] = {"kernel unknown", "bad cold_min", "unknown key",
+                                      "no cpu line"};
+    /* each case in a child of its own: the file is read once per process */
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            snprintf(text, sizeof text, "%s%s", i == 3 ? "" : line, bad[i]);
+            struct mmp_clear_policy p;
+            policy_with_tuning(text, &p);
+            _exit(strstr(p.source, why[i]) ? 0 : 1);
+        }
+        int status;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "case %zu (%s)", i, why[i]);
+    }
+    setenv("MMPORT_TUNING", "/nonexistent/mmport-tuning", 1);
+    struct mmp_clear_policy p;
+    mmp_clear_policy(&p);
+    ck_assert_ptr_nonnull(strstr(p.source, "cannot read"));
+}
+END_TEST
+
 START_TEST(tuning_format_round_trips)
 {
     if (!fresh_process())
@@ -746,6 +778,7 @@ Suite *mmp_suite_clear(void)
     MMP_ADD(s, env_unusable_kernel_fails_every_call);
     MMP_ADD(s, tuning_file_applies);
     MMP_ADD(s, tuning_file_for_other_cpu_ignored);
+    MMP_ADD(s, tuning_file_bad_or_missing_ignored);
     MMP_ADD(s, tuning_format_round_trips);
     MMP_ADD(s, calibrate_measures_every_available_kernel);
     MMP_ADD(s, arm64_dc_zva_any_alignment);

@@ -82,8 +82,10 @@ void mmp_host_run_parallel(unsigned n, void (*fn)(void *arg, unsigned i), void *
 /*
  * One small block per thread (initial-exec TLS: no __tls_get_addr call on
  * the clearing path), flushed by a pthread key destructor at thread exit.
+ * Kept small: initial-exec TLS of a dlopen()ed library comes out of glibc's
+ * limited static-TLS surplus. A larger request gets NULL (shared atomics).
  */
-#define BLOCK_MAX 512
+#define BLOCK_MAX 128
 static __thread __attribute__((tls_model("initial-exec"), aligned(64)))
 unsigned char thread_block[BLOCK_MAX];
 static __thread __attribute__((tls_model("initial-exec"))) bool thread_block_keyed;
