@@ -15,7 +15,8 @@
  * - When the call returns, the zeroes are ordered before every later store
  *   of the calling thread: publishing the memory with a release store (or
  *   any store, on x86) makes the zeroes visible to the CPU that acquires
- *   it. Non-temporal kernels end with exactly one store fence per call.
+ *   it. Non-temporal kernels end with exactly one store fence per kernel
+ *   invocation (one per call, or per thread span and chunk).
  * - The range is cleared in address order (per thread, with threads).
  *
  * Kernel choice: a forced kernel (opts->kernel, else MMPORT_CLEAR=<name>)
