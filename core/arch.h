@@ -20,4 +20,12 @@
 /** Fill *f with what the CPU reports about itself (CPUID, ID registers). */
 void mmp_arch_cpu_detect(struct mmp_cpu_features *f);
 
+/**
+ * The function of clearing kernel `id` (enum mmp_core_clear_kid in
+ * core/clear_impl.h), or NULL if this arch does not build it. Availability
+ * on the running CPU is checked by core from the kernel's feature needs
+ * before it is ever called. Optional: the generic default builds none.
+ */
+int (*mmp_arch_clear_fn(unsigned id))(void *addr, size_t len);
+
 #endif

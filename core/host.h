@@ -22,4 +22,40 @@ bool mmp_host_hwcaps(uint64_t *hwcap, uint64_t *hwcap2);
  */
 void mmp_host_cpu_refine(struct mmp_cpu_features *f);
 
+/** Value of an environment variable, or NULL (always NULL without an OS). */
+const char *mmp_host_getenv(const char *name);
+
+/**
+ * Read up to cap - 1 bytes of the file at path into buf, NUL-terminated.
+ * Returns the bytes read, or a negative MMP_E* value (-MMP_ENOSYS without
+ * an OS, -MMP_ENOENT if it cannot be opened).
+ */
+long mmp_host_read_file(const char *path, char *buf, size_t cap);
+
+/** Monotonic time in nanoseconds; 0 when the host has no clock. */
+uint64_t mmp_host_now_ns(void);
+
+/** Online CPUs (at least 1). */
+unsigned mmp_host_cpus(void);
+
+/**
+ * Run fn(arg, i) for every i in [0, n), concurrently where the host has
+ * threads (i = 0 on the calling thread), and return when all are done;
+ * their stores are then visible to the caller. Without threads (or if a
+ * thread cannot be started) the caller runs the remaining ones itself.
+ */
+void mmp_host_run_parallel(unsigned n, void (*fn)(void *arg, unsigned i), void *arg);
+
+/**
+ * A zeroed block of `size` bytes private to the calling thread, for
+ * batching shared counters without a locked instruction per call; or NULL
+ * (then core updates the shared counters directly). When such a thread
+ * exits, the host calls mmp_core_thread_block_exit(block). Optional:
+ * host/none returns NULL.
+ */
+void *mmp_host_thread_block(size_t size);
+
+/** Core's side of mmp_host_thread_block(): flushes a block at thread exit. */
+void mmp_core_thread_block_exit(void *block);
+
 #endif

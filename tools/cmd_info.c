@@ -26,6 +26,58 @@ static void print_flags(FILE *out, uint32_t flags, bool json)
         fputs("(none)", out);
 }
 
+static void print_clear(void)
+{
+    size_t n;
+    const struct mmp_clear_kernel *k = mmp_clear_kernels(&n);
+    struct mmp_clear_policy p;
+    mmp_clear_policy(&p);
+    printf("\nclearing kernels\n");
+    for (size_t i = 0; i < n; i++)
+        printf("  %-12s %-3s %s%s\n", k[i].name, k[i].available ? "yes" : "no", k[i].why,
+               k[i].cold ? " [cold]" : "");
+    printf("\nclearing policy (%s)\n", p.source);
+    printf("  %-16s %s\n", "hot", p.hot);
+    printf("  %-16s %s\n", "cold", p.cold);
+    printf("  %-16s %" PRIu64 " KiB (from %s): AUTO uses %s below, %s from there\n",
+           "cold_min", p.cold_min >> 10, p.cold_min_from, p.hot, p.cold);
+    if (p.forced)
+        printf("  %-16s %s (MMPORT_CLEAR)\n", "forced", p.forced);
+    printf("  %-16s %s\n", "quirk", p.quirk ? p.quirk : "(none matched)");
+    if (p.quirk_why)
+        printf("  %-16s %s\n", "", p.quirk_why);
+}
+
+static void print_stats(bool json)
+{
+    size_t n;
+    const struct mmp_clear_kernel *k = mmp_clear_kernels(&n);
+    struct mmp_clear_stats st;
+    mmp_clear_stats(&st);
+    if (json) {
+        printf(", \"clear_stats\": {\"clears\": %" PRIu64 ", \"cancelled\": %" PRIu64
+               ", \"rejected\": %" PRIu64 ", \"kernels\": [",
+               st.clears, st.cancelled, st.rejected);
+        for (size_t i = 0; i < n; i++) {
+            printf("%s{\"name\": ", i ? ", " : "");
+            cli_json_string(stdout, k[i].name);
+            printf(", \"calls\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"ns\": %" PRIu64
+                   ", \"timed_bytes\": %" PRIu64 "}",
+                   st.kernel[i].calls, st.kernel[i].bytes, st.kernel[i].ns,
+                   st.kernel[i].timed_bytes);
+        }
+        printf("]}");
+        return;
+    }
+    printf("\nclearing counters (this process): %" PRIu64 " clears, %" PRIu64
+           " cancelled, %" PRIu64 " rejected\n",
+           st.clears, st.cancelled, st.rejected);
+    for (size_t i = 0; i < n; i++)
+        if (st.kernel[i].calls)
+            printf("  %-12s %10" PRIu64 " calls %14" PRIu64 " bytes %12" PRIu64 " ns\n",
+                   k[i].name, st.kernel[i].calls, st.kernel[i].bytes, st.kernel[i].ns);
+}
+
 static void print_table(const struct mmp_cpu_features *f)
 {
     printf("mmport %s on %s\n\n", mmp_version(), mmp_arch_name(f->arch));
@@ -74,35 +126,91 @@ static void print_json(const struct mmp_cpu_features *f)
     cli_json_string(stdout, f->llc_source);
     printf(", \"features\": [");
     print_flags(stdout, f->flags, true);
-    printf("]}}\n");
+    printf("]}");
+    size_t n;
+    const struct mmp_clear_kernel *k = mmp_clear_kernels(&n);
+    printf(", \"clear_kernels\": [");
+    for (size_t i = 0; i < n; i++) {
+        printf("%s{\"name\": ", i ? ", " : "");
+        cli_json_string(stdout, k[i].name);
+        printf(", \"arch\": ");
+        cli_json_string(stdout, mmp_arch_name(k[i].arch));
+        printf(", \"available\": %s, \"cold\": %s, \"why\": ",
+               k[i].available ? "true" : "false", k[i].cold ? "true" : "false");
+        cli_json_string(stdout, k[i].why);
+        printf("}");
+    }
+    struct mmp_clear_policy p;
+    mmp_clear_policy(&p);
+    printf("], \"clear_policy\": {\"hot\": ");
+    cli_json_string(stdout, p.hot);
+    printf(", \"cold\": ");
+    cli_json_string(stdout, p.cold);
+    printf(", \"cold_min\": %" PRIu64 ", \"cold_min_from\": ", p.cold_min);
+    cli_json_string(stdout, p.cold_min_from);
+    printf(", \"size_classes\": [{\"below\": %" PRIu64 ", \"auto\": ", p.cold_min);
+    cli_json_string(stdout, p.hot);
+    printf("}, {\"from\": %" PRIu64 ", \"auto\": ", p.cold_min);
+    cli_json_string(stdout, p.cold);
+    printf("}], \"forced\": ");
+    if (p.forced)
+        cli_json_string(stdout, p.forced);
+    else
+        printf("null");
+    printf(", \"quirk\": ");
+    if (p.quirk)
+        cli_json_string(stdout, p.quirk);
+    else
+        printf("null");
+    printf(", \"quirk_why\": ");
+    if (p.quirk_why)
+        cli_json_string(stdout, p.quirk_why);
+    else
+        printf("null");
+    printf(", \"source\": ");
+    cli_json_string(stdout, p.source);
+    printf("}");
 }
 
 static int run(int argc, char **argv)
 {
-    bool json = false;
+    bool json = false, stats = false;
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i]))
             return fputs(cli_cmd_info.usage, stdout), 0;
         if (strcmp(argv[i], "--json") == 0)
             json = true;
+        else if (strcmp(argv[i], "--stats") == 0)
+            stats = true;
         else
             return cli_usage_error("info", "unknown option '%s'", argv[i]);
     }
     const struct mmp_cpu_features *f = mmp_cpu_features();
-    if (json)
+    if (json) {
         print_json(f);
-    else
+        if (stats)
+            print_stats(true);
+        printf("}\n");
+    } else {
         print_table(f);
+        print_clear();
+        if (stats)
+            print_stats(false);
+    }
     return 0;
 }
 
 const struct cli_command cli_cmd_info = {
     .name = "info",
     .summary = "show the CPU features mmport detected",
-    .usage = "usage: mmport info [--json]\n\n"
+    .usage = "usage: mmport info [--json] [--stats]\n\n"
              "Prints the CPU as mmport sees it: vendor and model (x86 CPUID or arm64\n"
              "MIDR_EL1), the feature bits that choose clearing kernels, the DC ZVA block\n"
-             "size (arm64) and the last-level cache size with its source.\n\n"
-             "  --json   one JSON object instead of the table\n",
+             "size (arm64) and the last-level cache size with its source; then every\n"
+             "clearing kernel with its availability and the clearing policy in force\n"
+             "(hot and cold kernel, AUTO threshold, quirk row matched).\n\n"
+             "  --json   one JSON object instead of the table (\"clear_kernels\",\n"
+             "           \"clear_policy\")\n"
+             "  --stats  the clearing counters of this process (\"clear_stats\")\n",
     .run = run,
 };

@@ -5,6 +5,7 @@
 
 #define MMP_ARCH_THIS MMP_ARCH_ARM64
 #define mmp_arch_cpu_detect mmp_arch_cpu_detect
+#define mmp_arch_clear_fn mmp_arch_clear_fn
 
 /*
  * Page-table barriers (used by core/pt_batch.c, defaults in core/pt_int.h).

@@ -5,6 +5,7 @@
 
 #define MMP_ARCH_THIS MMP_ARCH_X86_64
 #define mmp_arch_cpu_detect mmp_arch_cpu_detect
+#define mmp_arch_clear_fn mmp_arch_clear_fn
 
 /*
  * Page-table barriers: none needed. The x86 page walker is coherent with

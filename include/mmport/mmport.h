@@ -6,6 +6,7 @@
 #ifndef MMPORT_MMPORT_H
 #define MMPORT_MMPORT_H
 
+#include <mmport/clear.h>
 #include <mmport/common.h>
 #include <mmport/cpu.h>
 #include <mmport/pt.h>

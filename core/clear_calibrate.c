@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * "Trust but verify": measure every available kernel on this machine and
+ * derive hot, cold and the AUTO threshold; format the result as a tuning
+ * file for MMPORT_TUNING. Freestanding: the clock comes from the host.
+ */
+#include "clear_impl.h"
+#include "host.h"
+
+#define CAL_REPS 3
+#define CAL_WORK (32u << 20) /* bytes per sample at small sizes */
+
+/*
+ * Best MB/s of kernel fn over [buf, buf + size), lines evicted first.
+ * Integer arithmetic only: hypervisors often forbid FP in their own code.
+ */
+static uint32_t measure(mmp_core_clear_fn fn, mmp_core_clear_fn evict, char *buf, size_t size)
+{
+    size_t iters = size >= CAL_WORK ? 1 : CAL_WORK / size;
+    uint64_t best = 0;
+    for (int r = 0; r < CAL_REPS; r++) {
+        evict(buf, size); /* same start state for every kernel */
+        uint64_t t0 = mmp_host_now_ns();
+        for (size_t i = 0; i < iters; i++)
+            fn(buf, size);
+        uint64_t t = mmp_host_now_ns() - t0;
+        /* bytes * 1000 / ns = MB/s; bytes <= 2^44 here, so no overflow */
+        uint64_t m = t ? (uint64_t)size * iters * 1000 / t : 0;
+        best = m > best ? m : best;
+    }
+    return best > UINT32_MAX ? UINT32_MAX : (uint32_t)best;
+}
+
+int mmp_clear_calibrate(void *buf, size_t len, struct mmp_clear_calibration *out)
+{
+    if (!buf || !out || ((uintptr_t)buf & (MMP_PAGE_SIZE - 1)) || len < (4u << 20))
+        return -MMP_EINVAL;
+    if (!mmp_host_now_ns())
+        return -MMP_ENOSYS;
+    *out = (struct mmp_clear_calibration){0};
+    static const uint64_t want[] = {256u << 10, 2u << 20, 8u << 20, 32u << 20};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (want[i] < len)
+            out->size[out->nsizes++] = want[i];
+    out->size[out->nsizes++] = len & ~(size_t)(MMP_PAGE_SIZE - 1);
+
+    struct mmp_clear_policy pol;
+    mmp_clear_policy(&pol);
+    mmp_core_clear_fn evict = mmp_core_clear_fn_of((unsigned)mmp_core_clear_lookup(pol.cold));
+    size_t last = out->nsizes - 1;
+    int hot = -1, cold = -1;
+    uint64_t hot_g = 0, cold_g = 0;
+    for (unsigned k = 0; k < MMP_K_COUNT; k++) {
+        mmp_core_clear_fn fn = mmp_core_clear_fn_of(k);
+        if (!fn)
+            continue;
+        for (size_t s = 0; s < out->nsizes; s++)
+            out->mbps[k][s] = measure(fn, evict, buf, out->size[s]);
+        /* hot: cache-resident sizes; cold: the largest, cold kernels first */
+        uint64_t h = (uint64_t)out->mbps[k][0] + out->mbps[k][1];
+        if (h > hot_g)
+            hot_g = h, hot = (int)k;
+        bool is_cold = mmp_core_clear_kdesc[k].cold;
+        bool cur_cold = cold >= 0 && mmp_core_clear_kdesc[cold].cold;
+        if (cold < 0 || (is_cold && !cur_cold) ||
+            (is_cold == cur_cold && out->mbps[k][last] > cold_g))
+            cold_g = out->mbps[k][last], cold = (int)k;
+    }
+    out->hot = mmp_core_clear_kdesc[hot].name;
+    out->cold = mmp_core_clear_kdesc[cold].name;
+    /* the smallest size from which cold beats hot by 5% at every larger size */
+    out->cold_min = ~0ull;
+    for (size_t s = out->nsizes; s-- > 0;) {
+        if ((uint64_t)out->mbps[cold][s] * 20 <= (uint64_t)out->mbps[hot][s] * 21)
+            break;
+        out->cold_min = out->size[s];
+    }
+    return 0;
+}
+
+/* Appends text to a bounded buffer; *n counts what it would need. */
+struct sink {
+    char *p;
+    size_t cap, n;
+};
+
+static void put(struct sink *o, const char *s)
+{
+    for (; *s; s++, o->n++)
+        if (o->n + 1 < o->cap)
+            o->p[o->n] = *s;
+}
+
+static void put_u64(struct sink *o, uint64_t v)
+{
+    char d[24];
+    int i = 23;
+    d[i] = '\0';
+    do
+        d[--i] = (char)('0' + v % 10);
+    while (v /= 10);
+    put(o, d + i);
+}
+
+int mmp_clear_tuning_format(const struct mmp_clear_calibration *cal, char *text, size_t cap)
+{
+    if (!cal || !text || !cap || !cal->hot || !cal->cold)
+        return -MMP_EINVAL;
+    const struct mmp_cpu_features *f = mmp_cpu_features();
+    struct sink o = {text, cap, 0};
+    put(&o, "# mmport clearing tuning, written by mmport tune; use: MMPORT_TUNING=<file>\n");
+    put(&o, "# measured MB/s (lines evicted first), per kernel at sizes:");
+    for (size_t s = 0; s < cal->nsizes; s++)
+        put(&o, " "), put_u64(&o, cal->size[s]);
+    put(&o, "\n");
+    for (unsigned k = 0; k < MMP_K_COUNT; k++) {
+        if (!cal->mbps[k][0])
+            continue;
+        put(&o, "#   "), put(&o, mmp_core_clear_kdesc[k].name);
+        for (size_t s = 0; s < cal->nsizes; s++)
+            put(&o, " "), put_u64(&o, cal->mbps[k][s]);
+        put(&o, "\n");
+    }
+    put(&o, "cpu "), put(&o, mmp_arch_name(f->arch)), put(&o, " ");
+    put(&o, f->vendor[0] ? f->vendor : "-"), put(&o, " ");
+    put_u64(&o, f->family), put(&o, " "), put_u64(&o, f->model), put(&o, " ");
+    put_u64(&o, f->midr), put(&o, "\n");
+    put(&o, "hot "), put(&o, cal->hot), put(&o, "\n");
+    put(&o, "cold "), put(&o, cal->cold), put(&o, "\n");
+    put(&o, "cold_min "), put_u64(&o, cal->cold_min), put(&o, "\n");
+    if (o.n + 1 > cap || o.n > 0x7fffffff)
+        return -MMP_ERANGE;
+    text[o.n] = '\0';
+    return (int)o.n;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Clearing internals shared by core/clear*.c and the arch kernels: the one
+ * kernel table (ids of every arch's kernels, so the policy data and the
+ * quirk tables build and are tested on every host).
+ */
+#ifndef MMPORT_CORE_CLEAR_IMPL_H
+#define MMPORT_CORE_CLEAR_IMPL_H
+
+#include <mmport/clear.h>
+
+/* Kernel ids: index into the kernel table, and bit i of the bad-lists. */
+enum mmp_core_clear_kid {
+    MMP_K_MEMSET,
+    MMP_K_REP_STOSB,
+    MMP_K_REP_STOSQ,
+    MMP_K_UNROLLED,
+    MMP_K_MOVNTI,
+    MMP_K_AVX2_NT,
+    MMP_K_AVX512_NT,
+    MMP_K_CLZERO,
+    MMP_K_DC_ZVA,
+    MMP_K_STNP,
+    MMP_K_STP,
+    MMP_K_MOPS,
+    MMP_K_COUNT
+};
+#define MMP_KBIT(k) (1u << (k))
+
+/*
+ * A kernel zeroes len bytes at addr: both multiples of 64 and len > 0
+ * (mmp_clear() passes whole 4 KiB pages). Non-temporal kernels end with one
+ * store fence; every kernel orders its zeroes before later stores. Kernels
+ * return 0, so mmp_clear() can end in a tail call to one.
+ */
+typedef int (*mmp_core_clear_fn)(void *addr, size_t len);
+
+/* Static description of a kernel (data; the same on every host). */
+struct mmp_core_clear_kdesc {
+    const char *name;
+    enum mmp_arch arch; /* MMP_ARCH_GENERIC: runs everywhere */
+    uint32_t needs;     /* enum mmp_cpu_flag bits the CPU must have */
+    bool cold;
+    const char *needs_why; /* shown when a needed flag is missing */
+    const char *ok_why;    /* shown when it is available */
+};
+extern const struct mmp_core_clear_kdesc mmp_core_clear_kdesc[MMP_K_COUNT];
+
+/* The portable kernel (a plain store loop; compilers may call memset). */
+int mmp_core_clear_memset(void *addr, size_t len);
+
+/* True if the CPU described by f could run kernel k (built or not). */
+bool mmp_core_clear_supported(const struct mmp_cpu_features *f, unsigned k);
+
+/* Kernel id by name, or -1. */
+int mmp_core_clear_lookup(const char *name);
+
+/* The function for kernel k in this build, NULL if not built or not usable here. */
+mmp_core_clear_fn mmp_core_clear_fn_of(unsigned k);
+
+/* Fill the public kernel list for the running CPU (mmp_clear_kernels()). */
+void mmp_core_clear_describe(struct mmp_clear_kernel *list);
+
+/* One row of an arch quirk table (core/clear_policy.c). */
+struct mmp_core_clear_quirk {
+    const char *name;
+    enum mmp_arch arch;
+    const char *vendor;                /* exact mmp_cpu_features::vendor; "" = any */
+    uint32_t fam_lo, fam_hi;           /* x86 display family range */
+    uint32_t model_lo, model_hi;       /* x86 display model range */
+    uint64_t midr_mask, midr_val;      /* arm64: (midr & mask) == val */
+    uint32_t bad_hot, bad_cold;        /* MMP_KBIT() sets */
+    uint32_t llc_div;                  /* AUTO goes cold from LLC / llc_div (0 = 1) */
+    const char *why;
+};
+extern const struct mmp_core_clear_quirk mmp_core_clear_quirks[];
+extern const size_t mmp_core_clear_nquirks;
+
+/* The first quirk row matching f, or NULL. */
+const struct mmp_core_clear_quirk *mmp_core_clear_quirk_for(const struct mmp_cpu_features *f);
+
+/*
+ * The policy in force: the table's, then the tuning file, then
+ * MMPORT_CLEAR_COLD_MIN. *forced = MMPORT_CLEAR's kernel id or -1;
+ * *forced_err = its error if it names an unknown or unusable kernel.
+ */
+void mmp_core_clear_policy_in_force(struct mmp_clear_policy *pol, int *forced, int *forced_err);
+
+/* Small freestanding string helpers. */
+bool mmp_core_streq(const char *a, const char *b);
+
+#endif

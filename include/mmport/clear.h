@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file clear.h
+ * Zeroing memory fast: pages, huge pages and whole guest-RAM ranges, with
+ * the best instruction sequence for the CPU (rep stos, non-temporal
+ * stores, CLZERO, DC ZVA, MOPS), bounded work between yields, and parallel
+ * clearing of one range.
+ *
+ * Contract, for every clearing call below:
+ * - addr is 4 KiB aligned and len a multiple of 4 KiB; the range is
+ *   writable normal memory that nobody else writes during the call.
+ * - Bad input (NULL or unaligned addr, bad length, a range that wraps the
+ *   address space, unknown or unusable kernel, bad option) returns a
+ *   negative MMP_E* value and writes nothing.
+ * - When the call returns, the zeroes are ordered before every later store
+ *   of the calling thread: publishing the memory with a release store (or
+ *   any store, on x86) makes the zeroes visible to the CPU that acquires
+ *   it. Non-temporal kernels end with exactly one store fence per kernel
+ *   invocation (one per call, or per thread span and chunk).
+ * - The range is cleared in address order (per thread, with threads).
+ *
+ * Kernel choice: a forced kernel (opts->kernel, else MMPORT_CLEAR=<name>)
+ * wins; otherwise the policy (mmp_clear_policy()) gives one "hot" kernel
+ * (cache-allocating stores, for memory used soon) and one "cold" kernel
+ * (non-temporal stores, CLZERO or DC ZVA, for memory not touched soon);
+ * MMP_CLEAR_AUTO uses the cold kernel from policy.cold_min bytes up
+ * (derived from the last-level cache size). MMPORT_CLEAR_COLD_MIN=<bytes>
+ * and a tuning file named by MMPORT_TUNING=<path> (written by
+ * `mmport tune`) override the defaults. Environment and tuning file are
+ * read once, at the first call of mmp_clear(), mmp_clear_pages(),
+ * mmp_clear_kernels() or mmp_clear_policy(); a bad MMPORT_CLEAR makes every
+ * clearing call without opts->kernel fail (see mmp_clear()).
+ */
+#ifndef MMPORT_CLEAR_H
+#define MMPORT_CLEAR_H
+
+#include <mmport/common.h>
+#include <mmport/cpu.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** What the caller will do with the memory (mmp_clear_opts::hint). */
+enum mmp_clear_hint {
+    MMP_CLEAR_AUTO = 0, /**< choose by size: cold from policy.cold_min bytes up */
+    MMP_CLEAR_HOT = 1,  /**< used soon: cache-allocating stores */
+    MMP_CLEAR_COLD = 2, /**< not touched soon: bypass or avoid filling the caches */
+};
+
+/**
+ * Progress callback: called on the calling thread after each chunk with the
+ * bytes cleared so far (a prefix of the range) and the total. Returning
+ * non-zero cancels the rest of the call.
+ */
+typedef int (*mmp_clear_yield_fn)(void *arg, size_t done, size_t total);
+
+/** Most threads one mmp_clear() call may use. */
+#define MMP_CLEAR_MAX_THREADS 256u
+
+/** Default chunk: 32 MiB, a few ms per thread at 10 GB/s (Linux uses the same bound). */
+#define MMP_CLEAR_DEFAULT_CHUNK (32u << 20)
+
+/** Options of mmp_clear(). All-zero (or a NULL pointer) means the defaults. */
+struct mmp_clear_opts {
+    enum mmp_clear_hint hint;
+    /**
+     * Bytes each thread clears between two calls of yield; a multiple of
+     * 4 KiB, 0 = MMP_CLEAR_DEFAULT_CHUNK. Only matters with a yield callback.
+     */
+    size_t chunk;
+    mmp_clear_yield_fn yield; /**< NULL: no callback, no chunking */
+    void *yield_arg;          /**< passed to yield */
+    /**
+     * Threads clearing the range, each a contiguous span (0 or 1: only the
+     * calling thread). Capped at the pages to clear; at most
+     * MMP_CLEAR_MAX_THREADS. A freestanding build (host/none) runs the spans
+     * one after another on the calling thread.
+     */
+    unsigned threads;
+    /** Kernel name from mmp_clear_kernels(), or NULL for the policy / MMPORT_CLEAR. */
+    const char *kernel;
+    /**
+     * If non-NULL, receives the bytes cleared from addr on: len on success,
+     * the exact prefix cleared when cancelled (-MMP_EINTR), 0 on any other
+     * error.
+     */
+    size_t *cleared;
+};
+
+/**
+ * Zero len bytes at addr.
+ * @return 0; -MMP_EINVAL for NULL or non-4 KiB-aligned addr, len not a
+ * multiple of 4 KiB, an unknown kernel name (opts or MMPORT_CLEAR), an
+ * unknown hint, a chunk that is not a multiple of 4 KiB, or threads above
+ * MMP_CLEAR_MAX_THREADS; -MMP_EOVERFLOW if addr + len wraps; -MMP_ENOTSUP
+ * if the forced kernel cannot run on this CPU (it is never executed);
+ * -MMP_EINTR if yield cancelled (opts->cleared says how much is zero).
+ * len == 0 with a valid addr succeeds and writes nothing.
+ */
+MMP_API int mmp_clear(void *addr, size_t len, const struct mmp_clear_opts *opts);
+
+/**
+ * Zero npages 4 KiB pages at addr with the default options (AUTO hint).
+ * @return as mmp_clear(); -MMP_EOVERFLOW if npages * 4096 overflows.
+ */
+MMP_API int mmp_clear_pages(void *addr, size_t npages);
+
+/** One clearing kernel. */
+struct mmp_clear_kernel {
+    const char *name;     /**< e.g. "rep_stosb", "dc_zva", "memset" */
+    enum mmp_arch arch;   /**< MMP_ARCH_GENERIC for the portable one */
+    bool available;       /**< built in and supported by this CPU */
+    bool cold;            /**< non-temporal / cache-avoiding (a "cold" kernel) */
+    const char *why;      /**< why it is (un)available, one short phrase */
+};
+
+/**
+ * Every kernel of every architecture, in a fixed order (stats use the same
+ * index). *n receives the count (n may be NULL). Never fails.
+ */
+MMP_API const struct mmp_clear_kernel *mmp_clear_kernels(size_t *n);
+
+/** Most kernels mmp_clear_kernels() may list. */
+#define MMP_CLEAR_MAX_KERNELS 16u
+
+/** Counters since the process started (libatomic_ops atomics; never reset). */
+struct mmp_clear_stats {
+    size_t nkernels; /**< entries used in kernel[], same order as mmp_clear_kernels() */
+    struct {
+        uint64_t calls;       /**< kernel invocations (one per thread span and chunk) */
+        uint64_t bytes;       /**< bytes zeroed */
+        uint64_t ns;          /**< time inside the kernel, summed over threads */
+        uint64_t timed_bytes; /**< bytes of the timed invocations (>= 256 KiB each) */
+    } kernel[MMP_CLEAR_MAX_KERNELS];
+    uint64_t clears;    /**< mmp_clear() calls that cleared everything */
+    uint64_t cancelled; /**< calls cancelled by a yield callback */
+    uint64_t rejected;  /**< calls refused for bad input */
+};
+
+/**
+ * Copy the counters to *out. Only invocations of at least 256 KiB are timed
+ * (a clock read costs as much as clearing a page); ns is 0 without a clock
+ * (freestanding builds). Smaller calls are batched per thread (up to 31
+ * calls per kernel) before they reach the shared counters: the caller's
+ * own are flushed here, another running thread's may lag; a thread's are
+ * flushed when it exits. Never fails.
+ */
+MMP_API void mmp_clear_stats(struct mmp_clear_stats *out);
+
+/** The kernels chosen for a CPU, and why. */
+struct mmp_clear_policy {
+    const char *hot;       /**< kernel for HOT, and AUTO below cold_min */
+    const char *cold;      /**< kernel for COLD, and AUTO from cold_min up */
+    uint64_t cold_min;     /**< AUTO threshold in bytes */
+    const char *cold_min_from; /**< "llc", "default" (LLC unknown), "env", "tuning" */
+    const char *quirk;     /**< matched quirk-table row, or NULL */
+    const char *quirk_why; /**< what the row says, or NULL */
+    const char *forced;    /**< MMPORT_CLEAR kernel, or NULL */
+    const char *source;    /**< "table", "tuning" (file used), or "table (tuning ignored: why)" */
+    uint32_t bad_hot;      /**< bit i: kernel i bad-listed for hot clears by the quirk row */
+    uint32_t bad_cold;     /**< bit i: kernel i bad-listed for cold clears */
+};
+
+/**
+ * The policy computed from a CPU description alone (no environment, no
+ * tuning file): the quirk table of f->arch, the feature bits and f->llc_bytes.
+ * Works for any arch on any host (fake CPUs in tests).
+ * @return 0; -MMP_EINVAL if f or out is NULL.
+ */
+MMP_API int mmp_clear_policy_for(const struct mmp_cpu_features *f, struct mmp_clear_policy *out);
+
+/** The policy in force for this process (environment and tuning file applied). */
+MMP_API void mmp_clear_policy(struct mmp_clear_policy *out);
+
+/** Sizes mmp_clear_calibrate() measures. */
+#define MMP_CLEAR_CAL_SIZES 5u
+
+/** Result of a calibration run. */
+struct mmp_clear_calibration {
+    size_t nsizes;
+    uint64_t size[MMP_CLEAR_CAL_SIZES]; /**< bytes, ascending */
+    /**
+     * MB/s (1e6 bytes/s) per kernel (mmp_clear_kernels() order) and size;
+     * 0 = not measured. Integers: the core uses no floating point.
+     */
+    uint32_t mbps[MMP_CLEAR_MAX_KERNELS][MMP_CLEAR_CAL_SIZES];
+    const char *hot;   /**< fastest kernel at the small sizes (cache-resident) */
+    const char *cold;  /**< fastest cold kernel at the largest size */
+    uint64_t cold_min; /**< smallest size from which cold beats hot by 5% (or ~0) */
+};
+
+/**
+ * Measure every available kernel at up to MMP_CLEAR_CAL_SIZES sizes within
+ * buf (4 KiB aligned, len >= 4 MiB; best results with len >= 4 x the LLC)
+ * and derive hot, cold and cold_min. buf is overwritten with zeroes.
+ * @return 0; -MMP_EINVAL for bad buf/len or NULL out; -MMP_ENOSYS if the
+ * host has no clock.
+ */
+MMP_API int mmp_clear_calibrate(void *buf, size_t len, struct mmp_clear_calibration *out);
+
+/**
+ * Write cal as a tuning file (text, for MMPORT_TUNING) into text, bound to
+ * the running CPU. @return the length written (excluding the NUL), or
+ * -MMP_ERANGE if cap is too small, -MMP_EINVAL for NULL arguments.
+ */
+MMP_API int mmp_clear_tuning_format(const struct mmp_clear_calibration *cal, char *text,
+                                    size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* mmport tune: measure the clearing kernels here and write a tuning file. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <mmport/mmport.h>
+
+#include "cli.h"
+
+static int run(int argc, char **argv)
+{
+    const char *path = "mmport-tuning.conf";
+    unsigned long long size = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i]))
+            return fputs(cli_cmd_tune.usage, stdout), 0;
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            path = argv[++i];
+        else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
+            if (!cli_parse_size(argv[++i], &size) || size < (4u << 20) || size % 4096)
+                return cli_usage_error("tune", "--size wants >= 4M, a 4 KiB multiple");
+        } else
+            return cli_usage_error("tune", "unknown option '%s'", argv[i]);
+    }
+    if (!size) { /* 4 x the LLC, between 64 MiB and 1 GiB */
+        size = mmp_cpu_features()->llc_bytes * 4;
+        size = size < (64u << 20) ? (64u << 20) : size > (1u << 30) ? (1u << 30) : size;
+    }
+    char *buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED)
+        return cli_error("tune", "cannot map %llu bytes", size);
+    madvise(buf, size, MADV_HUGEPAGE);
+    memset(buf, 1, size);
+    static struct mmp_clear_calibration cal;
+    int rc = mmp_clear_calibrate(buf, size, &cal);
+    munmap(buf, size);
+    if (rc)
+        return cli_error("tune", "calibration failed: %s", mmp_strerror(rc));
+    char text[4096];
+    int n = mmp_clear_tuning_format(&cal, text, sizeof text);
+    if (n < 0)
+        return cli_error("tune", "cannot format: %s", mmp_strerror(n));
+    FILE *f = fopen(path, "w");
+    if (!f || fwrite(text, 1, (size_t)n, f) != (size_t)n || fclose(f) != 0)
+        return cli_error("tune", "cannot write %s", path);
+    fputs(text, stdout);
+    printf("\nwrote %s; use it with MMPORT_TUNING=%s\n", path, path);
+    return 0;
+}
+
+const struct cli_command cli_cmd_tune = {
+    .name = "tune",
+    .summary = "measure the clearing kernels here and write a tuning file",
+    .usage = "usage: mmport tune [-o FILE] [--size BYTES]\n\n"
+             "Measures every available clearing kernel at a few sizes (lines evicted\n"
+             "before each sample), picks the hot kernel (fastest in cache), the cold\n"
+             "kernel (fastest at the largest size) and the size from which cold wins,\n"
+             "and writes them, bound to this CPU, to FILE (default mmport-tuning.conf).\n"
+             "MMPORT_TUNING=FILE makes the library use it; a file for another CPU is\n"
+             "ignored. The defaults without a file are already good.\n\n"
+             "  -o FILE      output file\n"
+             "  --size BYTES largest size measured (default 4 x LLC, 64M..1G)\n",
+    .run = run,
+};
