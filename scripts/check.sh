@@ -21,8 +21,10 @@ record() { # record <label> <rc>
 suite() { # suite <label> <runner...>
     label=$1; shift
     echo "== suites: $label"
+    t0=$(date +%s)
     MMPORT_TEST_RESULTS="$R/$label" "$@" || status=1
     [ -s "$R/$label" ] || { echo "0 1 0" > "$R/$label"; status=1; }
+    echo "   ($label: $(( $(date +%s) - t0 )) s)"
 }
 
 build() { # build <label> <make target>
@@ -70,8 +72,10 @@ for extra in scripts/check.d/*.sh; do
     name=$(basename "$extra" .sh)
     want "$name" || continue
     echo "== $name"
+    t0=$(date +%s)
     MMPORT_TEST_RESULTS="$R/$name" sh "$extra"
     rc=$?
+    echo "   ($name: $(( $(date +%s) - t0 )) s)"
     [ -s "$R/$name" ] || record "$name" $rc
     [ $rc = 0 ] || status=1
 done
