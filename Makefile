@@ -12,6 +12,10 @@ native = $(SUB) B=$(NATIVE_B) ARCH=$(ARCH) CC="$(CC)" VFLAGS="$(PRIMARY_SAN)" \
 asan = $(SUB) B=build/$(ARCH)-asan ARCH=$(ARCH) CC="$(CLANG)" \
        VFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
        TEST_LIBS="$(CHECK_LIBS)"
+# ThreadSanitizer: libatomic_ops sees it and switches to the __atomic builtins,
+# which TSan understands.
+tsan = $(SUB) B=build/$(ARCH)-tsan ARCH=$(ARCH) CC="$(CLANG)" \
+       VFLAGS="-fsanitize=thread" TEST_LIBS="$(CHECK_LIBS)"
 cross = $(SUB) B=build/aarch64 ARCH=aarch64 CC="$(CROSS_CC)" AR=aarch64-linux-gnu-ar \
         TEST_LIBS="$(CROSS_CHECK_LIBS)"
 
@@ -30,6 +34,8 @@ build-native: config.mak
 	+@$(native) all tests
 build-asan: config.mak
 	+@$(asan) all tests
+build-tsan: config.mak
+	+@$(tsan) tests
 build-cross: config.mak
 	+@$(if $(CROSS_CC),$(cross) all tests,echo "no cross compiler configured")
 
@@ -66,4 +72,4 @@ clean:
 distclean: clean
 	rm -f config.mak
 
-.PHONY: fuzz fuzz-merge all deps build-native build-asan build-cross check run install clean distclean
+.PHONY: fuzz fuzz-merge all deps build-native build-asan build-tsan build-cross check run install clean distclean

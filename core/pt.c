@@ -116,7 +116,7 @@ int mmp_pt_lookup(const struct mmp_pt *p, uint64_t va, struct mmp_pt_leaf *out)
     const struct mmp_pt_geom *g = &pt->g;
     const uint64_t *t = pt->root;
     for (unsigned d = 0; d < g->nlev; d++) {
-        uint64_t e = pt_ld(&t[pt_idx(g, d, va)]);
+        uint64_t e = pt_ld_acquire(&t[pt_idx(g, d, va)]);
         switch (pt_kind(g, d, e)) {
         case PT_INV:
             return -MMP_ENOENT;
@@ -155,7 +155,7 @@ static int walk_tbl(struct walk_ctx *w, unsigned d, const uint64_t *t, uint64_t 
         uint64_t slast = va | (sz - 1);
         if (slast > last)
             slast = last;
-        uint64_t e = pt_ld(&t[pt_idx(g, d, va)]);
+        uint64_t e = pt_ld_acquire(&t[pt_idx(g, d, va)]);
         int k = pt_kind(g, d, e), rc = 0;
         if (k == PT_TABLE) {
             rc = walk_tbl(w, d + 1, pt_child(w->pt, e), va, slast);

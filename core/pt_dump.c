@@ -7,7 +7,7 @@ static void usage_tbl(const struct pt *pt, unsigned d, const uint64_t *t, struct
     const struct mmp_pt_geom *g = &pt->g;
     bool any = false;
     for (size_t i = 0; i < pt_nent(g, d); i++) {
-        uint64_t e = pt_ld(&t[i]);
+        uint64_t e = pt_ld_acquire(&t[i]);
         int k = pt_kind(g, d, e);
         if (k == PT_INV)
             continue;

@@ -225,9 +225,12 @@ static bool tbl_empty(const struct mmp_pt_geom *g, unsigned d, const uint64_t *t
 static void link_table(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uint64_t pa, bool priv)
 {
     (void)d;
-    if (!priv)
+    if (priv) {
+        pt_st(&t[i], o->g->tbl_tmpl | pa);
+    } else {
         mmp_arch_pt_publish();
-    pt_st(&t[i], o->g->tbl_tmpl | pa);
+        pt_st_release(&t[i], o->g->tbl_tmpl | pa);
+    }
     wrote(o, 1, priv);
 }
 

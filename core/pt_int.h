@@ -91,6 +91,20 @@ static inline void pt_st(uint64_t *p, uint64_t v)
 {
     AO_store((volatile AO_t *)(void *)p, (AO_t)v);
 }
+/*
+ * Publishing a table and following a descriptor to one pair up as
+ * release/acquire: a concurrent software walker must see the new table's
+ * entries, not what the page held before (found by the concurrent-walker
+ * test under TSan; on x86 both compile to plain moves).
+ */
+static inline uint64_t pt_ld_acquire(const uint64_t *p)
+{
+    return (uint64_t)AO_load_acquire((const volatile AO_t *)(const void *)p);
+}
+static inline void pt_st_release(uint64_t *p, uint64_t v)
+{
+    AO_store_release((volatile AO_t *)(void *)p, (AO_t)v);
+}
 
 static inline void *pt_p2v(const struct pt *pt, uint64_t pa)
 {

@@ -48,6 +48,13 @@ elif want asan && build asan build-asan; then
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         suite asan build/$ARCH-asan/tests/mmport-test
 fi
+# The suites with threads (concurrent walkers, parallel clearing) under TSan.
+if [ -z "$native_runner" ] && want tsan && build tsan build-tsan; then
+    for s in concurrency clear; do
+        CK_RUN_SUITE=$s TSAN_OPTIONS=halt_on_error=1 \
+            suite tsan-$s build/$ARCH-tsan/tests/mmport-test
+    done
+fi
 if [ -n "${CROSS_CC:-}" ] && want cross && build cross build-cross; then
     for cpu in max cortex-a57; do
         QEMU_CPU=$cpu suite "aarch64-$cpu" $QEMU_AARCH64 build/aarch64/tests/mmport-test

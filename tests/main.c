@@ -47,6 +47,11 @@ int mmp_test_emulated(void)
     return e && *e;
 }
 
+int mmp_test_slow(void)
+{
+    return mmp_test_emulated() || getenv("MMPORT_UNDER_VALGRIND") != NULL;
+}
+
 const char *mmp_test_foreign_cpu(void)
 {
     if (mmp_test_emulated())

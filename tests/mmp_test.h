@@ -33,6 +33,12 @@ void mmp_test_note_skip(const char *test, const char *why);
 int mmp_test_emulated(void);
 
 /*
+ * True where everything runs tens of times slower (qemu-user, valgrind):
+ * randomized and large tests shrink their iteration counts there.
+ */
+int mmp_test_slow(void);
+
+/*
  * Why the CPU the tests see is not the machine's (qemu-user, or valgrind,
  * which presents its own CPUID), or NULL. Tests that compare detection with
  * the host's /proc or sysfs skip with this reason.

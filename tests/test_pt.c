@@ -188,7 +188,7 @@ START_TEST(partial_unmap_protect_in_blocks_and_runs)
         for (unsigned b = 0; b < 40 && !blk; b++)
             if ((inf.block_sizes >> b & 1) && (1ull << b) > inf.granule)
                 blk = 1ull << b;
-        if (mmp_test_emulated() && blk > (64u << 20))
+        if (mmp_test_slow() && blk > (64u << 20))
             blk = 0; /* the 512M block of 64K: natively only */
         for (int p = 0; p < 2; p++) {
             if (run)
