@@ -215,10 +215,12 @@ static void defer_tree(struct pt_op *o, unsigned d, uint64_t *t, uint64_t pa)
 
 static bool tbl_empty(const struct mmp_pt_geom *g, unsigned d, const uint64_t *t)
 {
+    /* Only the writer stores into its tables (walkers just read), so plain
+     * loads are exact here; OR-reducing them lets the compiler vectorise. */
+    uint64_t acc = 0;
     for (size_t i = 0; i < pt_nent(g, d); i++)
-        if (pt_ld(&t[i]) & g->valid_bit)
-            return false;
-    return true;
+        acc |= t[i];
+    return !(acc & g->valid_bit);
 }
 
 /* Link a table built privately: its contents first, then the pointer. */
@@ -550,10 +552,11 @@ static void chg_tbl(struct pt_op *o, unsigned d, uint64_t *t, uint64_t va, uint6
         uint64_t base = va & ~(sz - 1);
         if (k == PT_TABLE) {
             uint64_t *c = pt_child(o->pt, e);
-            bool drop = full && o->kind == OP_UNMAP;
+            bool keep = (o->pt->cfg_flags & MMP_PT_KEEP_TABLES) != 0;
+            bool drop = full && o->kind == OP_UNMAP && !keep;
             if (!drop) {
                 chg_tbl(o, d + 1, c, va, slast, priv);
-                drop = o->kind == OP_UNMAP && tbl_empty(g, d + 1, c);
+                drop = o->kind == OP_UNMAP && !keep && tbl_empty(g, d + 1, c);
             }
             if (drop) {
                 /* Unlink; the pages go after the flush that covers them. */

@@ -99,10 +99,7 @@ START_TEST(leaf_choice_counts)
             mmp_pt_info(&e->pt, &inf);
             /* Smallest block above the page; the region starts a few pages and a
              * run before a block boundary and ends a run and a page after one. */
-            uint64_t blk = 0;
-            for (unsigned b = 0; b < 64 && !blk; b++)
-                if ((inf.block_sizes >> b & 1) && (1ull << b) > inf.granule)
-                    blk = 1ull << b;
+            uint64_t blk = first_block(&inf);
             uint64_t run = run_bytes_for(inf.cont_sizes, inf.granule);
             uint64_t unit = run ? run : inf.granule * 16;
             uint64_t va = blk * 2 - unit * 2 - inf.granule * 3;
@@ -184,10 +181,7 @@ START_TEST(partial_unmap_protect_in_blocks_and_runs)
         mmp_pt_info(&e->pt, &inf);
         tenv_free(e);
         uint64_t run = run_bytes_for(inf.cont_sizes, inf.granule);
-        uint64_t blk = 0;
-        for (unsigned b = 0; b < 40 && !blk; b++)
-            if ((inf.block_sizes >> b & 1) && (1ull << b) > inf.granule)
-                blk = 1ull << b;
+        uint64_t blk = first_block(&inf);
         if (mmp_test_emulated() && blk > (64u << 20))
             blk = 0; /* the 512M block of 64K: natively only */
         for (int p = 0; p < 2; p++) {
@@ -208,10 +202,7 @@ START_TEST(bbm_order_seen_by_flush)
         struct mmp_pt_info inf;
         mmp_pt_info(&e->pt, &inf);
         int arm = pt_cfgs[c].c.format != MMP_PT_X86_64;
-        uint64_t blk = 0;
-        for (unsigned b = 0; b < 40 && !blk; b++)
-            if ((inf.block_sizes >> b & 1) && (1ull << b) > inf.granule)
-                blk = 1ull << b;
+        uint64_t blk = first_block(&inf);
         uint64_t run = run_bytes_for(inf.cont_sizes, inf.granule);
         uint64_t units[2] = {blk, run};
         for (int u = 0; u < 2; u++) {
@@ -349,10 +340,7 @@ START_TEST(fault_injection_every_allocation)
         struct tenv *e = tenv_new(&pt_cfgs[c].c);
         struct mmp_pt_info inf;
         mmp_pt_info(&e->pt, &inf);
-        uint64_t blk = 0;
-        for (unsigned b = 0; b < 40 && !blk; b++)
-            if ((inf.block_sizes >> b & 1) && (1ull << b) > inf.granule)
-                blk = 1ull << b;
+        uint64_t blk = first_block(&inf);
         /* state: a block and a few pages; window: 4 blocks */
         uint64_t W = blk * 4, va0 = blk * 4;
         ck_assert_int_eq(mmp_pt_map(&e->pt, va0 + blk, blk * 9, blk, RW, 0), 0);
@@ -508,6 +496,29 @@ START_TEST(default_ops_and_create)
 }
 END_TEST
 
+/* MMP_PT_KEEP_TABLES: unmap leaves emptied tables linked; the next map
+ * reuses them; fini frees everything. */
+START_TEST(keep_tables)
+{
+    struct mmp_pt_config c = pt_cfgs[2].c;
+    c.flags |= MMP_PT_KEEP_TABLES;
+    struct tenv *e = tenv_new(&c);
+    uint64_t va = 1ull << 30;
+    ck_assert_int_eq(mmp_pt_map(&e->pt, va, 0, 8 << 20, RW, MMP_MAP_NO_BLOCK), 0);
+    long live = e->live;
+    ck_assert_int_eq(mmp_pt_unmap(&e->pt, va, 8 << 20), 0);
+    ck_assert_int_eq(e->live, live);
+    struct mmp_pt_usage u;
+    mmp_pt_usage(&e->pt, &u);
+    ck_assert_uint_eq(u.mapped_bytes, 0);
+    ck_assert_uint_eq(u.empty_tables, 4); /* the 4 L3 tables, still linked */
+    e->nalloc = 0;
+    ck_assert_int_eq(mmp_pt_map(&e->pt, va + 4096, 0, 4096, RW, 0), 0);
+    ck_assert_int_eq(e->nalloc, 0);
+    tenv_free(e);
+}
+END_TEST
+
 static int collect(void *arg, const char *line)
 {
     char *buf = (char *)arg;
@@ -544,5 +555,6 @@ Suite *mmp_suite_pt(void)
     MMP_ADD(s, bad_input_table);
     MMP_ADD(s, default_ops_and_create);
     MMP_ADD(s, dump_lines);
+    MMP_ADD(s, keep_tables);
     return s;
 }
