@@ -307,6 +307,51 @@ START_TEST(folding_across_calls)
 }
 END_TEST
 
+/* Completing a block-sized region one page per call folds it into a block
+ * (break-before-make of the table entry on arm64); not with NO_FOLD. */
+START_TEST(folding_into_block)
+{
+    size_t cf[] = {0, 2, 4, 8};
+    for (size_t ci = 0; ci < 4; ci++) {
+        size_t c = cf[ci];
+        for (int nofold = 0; nofold < 2; nofold++) {
+            struct mmp_pt_config cfg = pt_cfgs[c].c;
+            if (nofold)
+                cfg.flags |= MMP_PT_NO_FOLD;
+            struct tenv *e = tenv_new(&cfg);
+            struct mmp_pt_info inf;
+            mmp_pt_info(&e->pt, &inf);
+            uint64_t blk = first_block(&inf), G = inf.granule, n = blk / G;
+            uint64_t va = blk * 3, pa = blk * 5;
+            /* a neighbour keeps the upper tables alive */
+            ck_assert_int_eq(mmp_pt_map(&e->pt, va + blk, 0, G, RW, 0), 0);
+            long live0 = e->live;
+            for (uint64_t k = 0; k < n; k++) {
+                int last = k == n - 1;
+                e->nflush = 0;
+                e->inspect = last;
+                ck_assert_int_eq(mmp_pt_map(&e->pt, va + k * G, pa + k * G, G, RW, 0), 0);
+                e->inspect = 0;
+                if (last && !nofold && cfg.format != MMP_PT_X86_64) {
+                    ck_assert_int_ge(e->nflush, 1);
+                    int seen = 0;
+                    for (int f = 0; f < e->nflush; f++)
+                        seen |= e->log[f].all_invalid && e->log[f].va <= va &&
+                                e->log[f].va + e->log[f].size >= va + blk;
+                    ck_assert_msg(seen, "%s: no BBM flush of the block", pt_cfgs[c].name);
+                }
+            }
+            struct mmp_pt_leaf l;
+            ck_assert_int_eq(mmp_pt_lookup(&e->pt, va + blk / 2, &l), 0);
+            ck_assert_uint_eq(l.pa, nofold ? pa + blk / 2 : pa);
+            ck_assert_uint_eq(l.size, nofold ? G : blk);
+            ck_assert_int_eq(e->live, nofold ? live0 + 1 : live0);
+            tenv_free(e);
+        }
+    }
+}
+END_TEST
+
 struct snap {
     int n;
     struct mmp_pt_leaf l[4096];
@@ -551,6 +596,7 @@ Suite *mmp_suite_pt(void)
     MMP_ADD(s, partial_unmap_protect_in_blocks_and_runs);
     MMP_ADD(s, bbm_order_seen_by_flush);
     MMP_ADD(s, folding_across_calls);
+    MMP_ADD(s, folding_into_block);
     MMP_ADD(s, fault_injection_every_allocation);
     MMP_ADD(s, bad_input_table);
     MMP_ADD(s, default_ops_and_create);
