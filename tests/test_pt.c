@@ -257,6 +257,43 @@ START_TEST(bbm_order_seen_by_flush)
 }
 END_TEST
 
+/* Protect of whole runs: a permission change rewrites in place and keeps
+ * the runs; a memory-type change breaks before it makes (arm64). */
+START_TEST(protect_whole_runs)
+{
+    for (size_t c = 2; c < NCFG; c++) {
+        struct tenv *e = tenv_new(&pt_cfgs[c].c);
+        struct mmp_pt_info inf;
+        mmp_pt_info(&e->pt, &inf);
+        uint64_t run = run_bytes_for(inf.cont_sizes, inf.granule), va = run * 4;
+        ck_assert_int_eq(mmp_pt_map(&e->pt, va, run * 8, 2 * run, RW, 0), 0);
+        struct mmp_pt_stats a, b;
+        struct mmp_pt_usage u;
+        mmp_pt_stats(&e->pt, &a);
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, va, 2 * run, RO), 0);
+        mmp_pt_stats(&e->pt, &b);
+        ck_assert_uint_eq(b.bbm, a.bbm);
+        mmp_pt_usage(&e->pt, &u);
+        ck_assert_uint_eq(u.cont_runs, 2);
+        e->nflush = 0;
+        e->inspect = 1;
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, va, 2 * run, RO | MMP_MEM_DEVICE), 0);
+        e->inspect = 0;
+        mmp_pt_stats(&e->pt, &a);
+        ck_assert_uint_ge(a.bbm, b.bbm + 1);
+        ck_assert_int_ge(e->nflush, 1);
+        ck_assert(e->log[0].all_invalid);
+        mmp_pt_usage(&e->pt, &u);
+        ck_assert_uint_eq(u.cont_runs, 2);
+        struct mmp_pt_leaf l;
+        ck_assert_int_eq(mmp_pt_lookup(&e->pt, va + run, &l), 0);
+        ck_assert_uint_eq(l.attrs, RO | MMP_MEM_DEVICE);
+        ck_assert_uint_eq(l.pa, run * 9);
+        tenv_free(e);
+    }
+}
+END_TEST
+
 /* Mapping a run one page per call folds it; each earlier entry goes
  * through invalid + flush first. With MMP_PT_NO_FOLD nothing folds. */
 START_TEST(folding_across_calls)
@@ -595,6 +632,7 @@ Suite *mmp_suite_pt(void)
     MMP_ADD(s, leaf_choice_counts);
     MMP_ADD(s, partial_unmap_protect_in_blocks_and_runs);
     MMP_ADD(s, bbm_order_seen_by_flush);
+    MMP_ADD(s, protect_whole_runs);
     MMP_ADD(s, folding_across_calls);
     MMP_ADD(s, folding_into_block);
     MMP_ADD(s, fault_injection_every_allocation);
