@@ -210,6 +210,11 @@ static void defer_tree(struct pt_op *o, unsigned d, uint64_t *t, uint64_t pa)
             if (pt_kind(g, d, e) == PT_TABLE)
                 defer_tree(o, d + 1, pt_child(o->pt, e), e & g->tbl_oa_mask);
         }
+#if MMP_TEST_PLANT == 1 /* planted bug for the checks' own test: leak one table */
+    static int leaked;
+    if (!leaked++)
+        return;
+#endif
     mmp_core_pt_defer_free(o->pt, t, pa);
 }
 
@@ -409,6 +414,11 @@ static void map_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
                 pt_st(&t[k + m], v);
             pa += (uint64_t)R * sz;
             k += R;
+#if MMP_TEST_PLANT == 2 /* planted bug: a contiguous run one entry short */
+        } else if (R > 1 && !(k & (R - 1)) && k + R - 2 == hi) {
+            for (; k <= hi; k++, pa += sz)
+                pt_st(&t[k], tm | cont | pa);
+#endif
         } else {
             pt_st(&t[k], tm | pa);
             pa += sz;
