@@ -25,7 +25,7 @@ nm=nm; [ "$host" = "$arch" ] || nm=$triple-nm
 
 rm -rf "$out"; mkdir -p "$out"
 cinc=$($cc -print-file-name=include)
-srcs="$(ls core/*.c arch/*/pt_*.c 2>/dev/null) $(ls arch/$dir/*.c arch/generic/*.c host/none/*.c | grep -v '/pt_')"
+srcs="$(ls core/*.c arch/*/pt_*.c 2>/dev/null) $(ls arch/$dir/*.c arch/generic/*.c host/none/*.c | grep -v '^arch/[^/]*/pt_')"
 n=0
 for s in $srcs; do
     o=$out/$(echo "$s" | tr / _).o
