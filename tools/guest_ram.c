@@ -87,6 +87,22 @@ size_t guest_ram_first_nonzero(const struct guest_ram *ram)
     return ram->len;
 }
 
+long long guest_ram_huge_bytes(void)
+{
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    char line[256];
+    long long kb = -1, v;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "AnonHugePages: %lld kB", &v) == 1 ||
+            sscanf(line, "Private_Hugetlb: %lld kB", &v) == 1)
+            kb = (kb < 0 ? 0 : kb) + v;
+    }
+    fclose(f);
+    return kb < 0 ? -1 : kb << 10;
+}
+
 void guest_ram_release(struct guest_ram *ram)
 {
     if (ram->map)

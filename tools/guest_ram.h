@@ -27,6 +27,9 @@ void guest_ram_dirty(struct guest_ram *ram);
 /* Offset of the first non-zero byte, or ram->len when all are zero. */
 size_t guest_ram_first_nonzero(const struct guest_ram *ram);
 
+/* Bytes of this process's memory in huge pages (smaps_rollup), or -1. */
+long long guest_ram_huge_bytes(void);
+
 void guest_ram_release(struct guest_ram *ram);
 
 #endif
