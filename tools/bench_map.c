@@ -326,10 +326,16 @@ struct vres {
     double ns_per_op, barriers_per_op, flushes_per_op;
 };
 
-static struct vres vmalloc_run(const struct mmp_pt_config *cfg, unsigned p, int mode, bool sysf,
+static bool vm_keep = true;
+
+static struct vres vmalloc_run(const struct mmp_pt_config *cfg0, unsigned p, int mode, bool sysf,
                                uint64_t nops)
 {
     struct mmp_pt pt;
+    struct mmp_pt_config c = *cfg0;
+    const struct mmp_pt_config *cfg = &c;
+    if (vm_keep)
+        c.flags |= MMP_PT_KEEP_TABLES;
     struct mmp_pt_ops ops = bench_ops(sysf);
     struct vres r = {0, 0, 0};
     if (mmp_pt_init(&pt, cfg, &ops))
@@ -372,9 +378,10 @@ static int bench_vmalloc(const char *only, bool sysf, int reps, bool json)
     if (json)
         printf("[");
     else
-        printf("flush: %s\n%-9s %5s %-6s %11s %12s %12s %10s %10s\n", sysf ? "syscall" : "noop",
-               "format", "pages", "mode", "ns/op", "barriers/op", "flushes/op", "vs naive",
-               "vs eager");
+        printf("flush: %s, tables %s\n%-9s %5s %-6s %11s %12s %12s %10s %10s\n",
+               sysf ? "syscall" : "noop",
+               vm_keep ? "kept (MMP_PT_KEEP_TABLES)" : "freed when empty", "format", "pages",
+               "mode", "ns/op", "barriers/op", "flushes/op", "vs naive", "vs eager");
     for (size_t f = 0; f < 2; f++) {
         if (only && strcmp(only, fmts[f]) != 0)
             continue;
@@ -434,6 +441,8 @@ static int run(int argc, char **argv)
             if (strcmp(argv[i], "syscall") && strcmp(argv[i], "noop"))
                 return cli_usage_error("bench", "--flush syscall|noop");
             sysf = strcmp(argv[i], "syscall") == 0;
+        } else if (strcmp(argv[i], "--free-tables") == 0) {
+            vm_keep = false;
         } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
             only = argv[++i];
             if (!cli_pt_format(only))
@@ -462,7 +471,8 @@ const struct cli_command cli_bench_map = {
     .usage =
         "usage: mmport bench map [--json] [--format F] [--size 1G] [--reps N]\n"
         "       mmport bench map --depth [--json]\n"
-        "       mmport bench map --pattern vmalloc [--flush syscall|noop] [--format F] [--json]\n\n"
+        "       mmport bench map --pattern vmalloc [--flush syscall|noop] [--free-tables]\n"
+        "                        [--format F] [--json]\n\n"
         "Default: maps --size bytes (1 GiB) in one call, re-protects and unmaps them, per\n"
         "format (x86-64, x86-64-la57, arm64-4k, arm64-16k, arm64-64k) and leaf policy:\n"
         "pages (no blocks, no contiguous runs), cont (runs, no blocks; arm64), blocks\n"
@@ -476,6 +486,9 @@ const struct cli_command cli_bench_map = {
         "(one op), in modes naive (a call per page: barrier and flush per entry),\n"
         "eager (one call each: barrier and flush hoisted per call) and lazy (a lazy\n"
         "section around each 64 ops). --flush syscall (default) makes each TLB flush\n"
-        "callback one system call (getppid), a stand-in for a hypercall; noop is free.\n",
+        "callback one system call (getppid), a stand-in for a hypercall; noop is free.\n"
+        "Tables stay allocated (MMP_PT_KEEP_TABLES), as the kernel's vmalloc area keeps\n"
+        "its page tables; --free-tables frees tables an unmap empties (deferred to the\n"
+        "flush, so lazy mode cannot reuse them within a section).\n",
     .run = run,
 };

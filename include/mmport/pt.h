@@ -44,6 +44,12 @@ enum mmp_pt_config_flag {
      * covering them all (the default).
      */
     MMP_PT_FLUSH_ALL_OVER = 1u << 3,
+    /**
+     * Keep tables that an unmap leaves empty (linked, for the next map),
+     * as kernels keep vmalloc-area tables; without it they are freed.
+     * mmp_pt_fini frees them all.
+     */
+    MMP_PT_KEEP_TABLES = 1u << 4,
 };
 
 /** What a table looks like; fixed at creation. */
