@@ -322,7 +322,7 @@ static int run(int argc, char **argv)
         fflush(stdout);
     }
     double t0 = progress_now();
-    guest_ram_dirty(&ram);
+    guest_ram_dirty(&ram, o.threads);
     double dirty_s = progress_now() - t0;
     long long huge = guest_ram_huge_bytes();
     if (!o.json) {
@@ -330,7 +330,7 @@ static int run(int argc, char **argv)
             printf("   huge     %lld MiB of the process in huge pages (smaps) after the first "
                    "touch\n",
                    huge >> 20);
-        printf("   dirtied as a previous tenant would (%.2f s, page faults included)\n\n2. "
+        printf("   dirtied as a previous tenant would (%.2f s, first-touch page faults included)\n\n2. "
                "clearing it (mmp_clear, COLD hint, %u threads)\n",
                dirty_s, o.threads);
     }
@@ -352,11 +352,11 @@ static int run(int argc, char **argv)
     mmp_clear_policy(&pol);
     size_t nz_after_clear = guest_ram_first_nonzero(&ram);
 
-    guest_ram_dirty(&ram);
+    guest_ram_dirty(&ram, o.threads);
     t0 = progress_now();
     memset(ram.base, 0, ram.len);
     double memset_s = progress_now() - t0;
-    guest_ram_dirty(&ram);
+    guest_ram_dirty(&ram, o.threads);
     struct clear_run one = clear_ram(&ram, 1, NULL);
     if (one.rc) {
         guest_ram_release(&ram);
