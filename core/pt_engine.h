@@ -499,7 +499,7 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
     uint64_t sz = slot_size(g, d);
     unsigned R = g->cont[d] ? 1u << g->cont[d] : 1;
     uint64_t old[CHUNK], nv[CHUNK];
-    uint32_t last_tm_attrs = 0;
+    bool tm_bbm = false;
     uint64_t last_tm = ~0ull;
     for (unsigned x = a; x <= b;) {
         unsigned y = (x | (CHUNK - 1)) < b ? (x | (CHUNK - 1)) : b;
@@ -525,12 +525,11 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
                     v = 0;
                 } else {
                     uint64_t tm = e & ~g->oa_mask[d] & ~g->cont_bit;
-                    if (tm != last_tm) {
+                    if (tm != last_tm) { /* decode once per distinct attribute set */
                         last_tm = tm;
-                        last_tm_attrs = g->fmt->attrs(g, d, e);
+                        tm_bbm = g->fmt->needs_bbm(g->fmt->attrs(g, d, e), o->attrs);
                     }
-                    if (g->fmt->needs_bbm(last_tm_attrs, o->attrs))
-                        bbm = true;
+                    bbm |= tm_bbm;
                     v = (e & (g->oa_mask[d] | (cut ? 0 : g->cont_bit))) | o->tmpl[d];
                     if ((v & ~g->ign_mask) == (e & ~g->ign_mask))
                         v = e;

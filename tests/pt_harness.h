@@ -33,6 +33,7 @@ static const struct tcfg pt_cfgs[] = {
     {"arm64-s2-4k-40", {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0}},
     {"arm64-s2-16k-48", {MMP_PT_ARM64_S2, 16384, 48, 0, 0, 0}},
     {"arm64-s2-64k-44", {MMP_PT_ARM64_S2, 65536, 44, 0, 0, 0}},
+    {"arm64-el2-4k-48", {MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_EL2, 0}},
 };
 #define NCFG (sizeof pt_cfgs / sizeof pt_cfgs[0])
 

@@ -4,6 +4,8 @@
  * choice, partial unmap/protect inside blocks and contiguous runs,
  * break-before-make order, folding, fault injection, bad input.
  */
+#include <pthread.h>
+
 #include "pt_harness.h"
 
 static uint64_t base_for(const struct mmp_pt_info *inf, uint64_t align)
@@ -252,6 +254,43 @@ START_TEST(bbm_order_seen_by_flush)
                 ck_assert_int_eq(mmp_pt_unmap(&e->pt, va, sz), 0);
             }
         }
+        tenv_free(e);
+    }
+}
+END_TEST
+
+/* Protect of whole runs: a permission change rewrites in place and keeps
+ * the runs; a memory-type change breaks before it makes (arm64). */
+START_TEST(protect_whole_runs)
+{
+    for (size_t c = 2; c < NCFG; c++) {
+        struct tenv *e = tenv_new(&pt_cfgs[c].c);
+        struct mmp_pt_info inf;
+        mmp_pt_info(&e->pt, &inf);
+        uint64_t run = run_bytes_for(inf.cont_sizes, inf.granule), va = run * 4;
+        ck_assert_int_eq(mmp_pt_map(&e->pt, va, run * 8, 2 * run, RW, 0), 0);
+        struct mmp_pt_stats a, b;
+        struct mmp_pt_usage u;
+        mmp_pt_stats(&e->pt, &a);
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, va, 2 * run, RO), 0);
+        mmp_pt_stats(&e->pt, &b);
+        ck_assert_uint_eq(b.bbm, a.bbm);
+        mmp_pt_usage(&e->pt, &u);
+        ck_assert_uint_eq(u.cont_runs, 2);
+        e->nflush = 0;
+        e->inspect = 1;
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, va, 2 * run, RO | MMP_MEM_DEVICE), 0);
+        e->inspect = 0;
+        mmp_pt_stats(&e->pt, &a);
+        ck_assert_uint_ge(a.bbm, b.bbm + 1);
+        ck_assert_int_ge(e->nflush, 1);
+        ck_assert(e->log[0].all_invalid);
+        mmp_pt_usage(&e->pt, &u);
+        ck_assert_uint_eq(u.cont_runs, 2);
+        struct mmp_pt_leaf l;
+        ck_assert_int_eq(mmp_pt_lookup(&e->pt, va + run, &l), 0);
+        ck_assert_uint_eq(l.attrs, RO | MMP_MEM_DEVICE);
+        ck_assert_uint_eq(l.pa, run * 9);
         tenv_free(e);
     }
 }
@@ -564,6 +603,56 @@ START_TEST(keep_tables)
 }
 END_TEST
 
+struct race {
+    struct mmp_pt *pt;
+    uint64_t va, pa, n, G;
+    volatile int stop;
+    long lookups, bad;
+};
+
+static void *reader(void *arg)
+{
+    struct race *r = (struct race *)arg;
+    uint64_t i = 0;
+    while (!r->stop) {
+        struct mmp_pt_leaf l;
+        uint64_t va = r->va + (i++ % r->n) * r->G;
+        int rc = mmp_pt_lookup(r->pt, va, &l);
+        if (rc || l.pa + (va - l.va) != r->pa + (va - r->va) || (l.attrs != RW && l.attrs != RO))
+            r->bad++;
+        r->lookups++;
+    }
+    return NULL;
+}
+
+/* A walker running beside the writer: permission changes of live runs
+ * (no break-before-make needed) and map/unmap churn next door never show
+ * it a missing, torn or foreign translation. */
+START_TEST(concurrent_reader_sees_no_torn_entries)
+{
+    for (size_t c = 0; c < 3; c += 2) { /* x86-64, arm64-4k */
+        struct mmp_pt *pt;
+        ck_assert_int_eq(mmp_pt_create(&pt, &pt_cfgs[c].c, NULL), 0);
+        struct race r = {pt, 1ull << 30, 1ull << 32, 64, 4096, 0, 0, 0};
+        ck_assert_int_eq(mmp_pt_map(pt, r.va, r.pa, r.n * r.G, RW, 0), 0);
+        pthread_t th;
+        ck_assert_int_eq(pthread_create(&th, NULL, reader, &r), 0);
+        int rounds = mmp_test_emulated() ? 300 : 3000;
+        for (int k = 0; k < rounds; k++) {
+            ck_assert_int_eq(mmp_pt_protect(pt, r.va, r.n * r.G, k & 1 ? RW : RO), 0);
+            uint64_t other = r.va + (2ull << 20) * (1 + k % 4);
+            ck_assert_int_eq(mmp_pt_map(pt, other, 0, 32 * r.G, RW, 0), 0);
+            ck_assert_int_eq(mmp_pt_unmap(pt, other, 32 * r.G), 0);
+        }
+        r.stop = 1;
+        pthread_join(th, NULL);
+        ck_assert_int_gt(r.lookups, 0);
+        ck_assert_int_eq(r.bad, 0);
+        mmp_pt_destroy(pt);
+    }
+}
+END_TEST
+
 static int collect(void *arg, const char *line)
 {
     char *buf = (char *)arg;
@@ -595,6 +684,7 @@ Suite *mmp_suite_pt(void)
     MMP_ADD(s, leaf_choice_counts);
     MMP_ADD(s, partial_unmap_protect_in_blocks_and_runs);
     MMP_ADD(s, bbm_order_seen_by_flush);
+    MMP_ADD(s, protect_whole_runs);
     MMP_ADD(s, folding_across_calls);
     MMP_ADD(s, folding_into_block);
     MMP_ADD(s, fault_injection_every_allocation);
@@ -602,5 +692,6 @@ Suite *mmp_suite_pt(void)
     MMP_ADD(s, default_ops_and_create);
     MMP_ADD(s, dump_lines);
     MMP_ADD(s, keep_tables);
+    MMP_ADD(s, concurrent_reader_sees_no_torn_entries);
     return s;
 }

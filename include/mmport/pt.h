@@ -50,6 +50,13 @@ enum mmp_pt_config_flag {
      * mmp_pt_fini frees them all.
      */
     MMP_PT_KEEP_TABLES = 1u << 4,
+    /**
+     * arm64 stage 1 for the single-range EL2 regime (HCR_EL2.E2H = 0) or
+     * EL3: AP[1] is RES1, one XN bit (54), no nG; MMP_PROT_USER and
+     * MMP_PROT_GLOBAL are rejected (-EINVAL). Without it the layout is the
+     * EL1&0 / EL2&0 (VHE) one. -EINVAL for other formats.
+     */
+    MMP_PT_EL2 = 1u << 5,
 };
 
 /** What a table looks like; fixed at creation. */
