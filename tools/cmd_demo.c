@@ -11,6 +11,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -94,17 +95,66 @@ static void json_kv_str(const char *sep, const char *k, const char *v)
         printf("null");
 }
 
-static int print_dump_line(void *arg, const char *line)
+/*
+ * mmp_pt_dump output: every line, except that the lines inside the
+ * ballooned block (one per run of pages between the holes) are folded into
+ * one summary line. json: as array elements.
+ */
+struct dump_ctx {
+    bool json, first;
+    uint64_t fold_lo, fold_hi; /* [lo, hi) folded; empty when lo == hi */
+    unsigned folded;
+    uint64_t folded_bytes;
+};
+
+static void dump_emit(struct dump_ctx *d, const char *line)
 {
-    bool *first = arg;
-    if (first) { /* JSON array element */
-        printf("%s", *first ? "" : ", ");
+    if (d->json) {
+        printf("%s", d->first ? "" : ", ");
         cli_json_string(stdout, line);
-        *first = false;
     } else {
         printf("      %s\n", line);
     }
+    d->first = false;
+}
+
+static void dump_flush_fold(struct dump_ctx *d)
+{
+    if (!d->folded)
+        return;
+    char line[160];
+    snprintf(line, sizeof line,
+             "0x%016" PRIx64 "-0x%016" PRIx64 " balloon block: %u runs of pages (%" PRIu64
+             "K) between the %u holes, folded here",
+             d->fold_lo, d->fold_hi - 1, d->folded, d->folded_bytes >> 10, DEMO_BALLOON);
+    d->folded = 0;
+    dump_emit(d, line);
+}
+
+static int print_dump_line(void *arg, const char *line)
+{
+    struct dump_ctx *d = arg;
+    unsigned long long lo, hi;
+    if (sscanf(line, "0x%llx-0x%llx", &lo, &hi) == 2 && lo >= d->fold_lo && hi < d->fold_hi) {
+        d->folded++;
+        d->folded_bytes += hi - lo + 1;
+        return 0;
+    }
+    dump_flush_fold(d);
+    dump_emit(d, line);
     return 0;
+}
+
+static void dump_table(const struct mmp_pt *pt, uint64_t end, const struct demo_balloon *b,
+                       bool json)
+{
+    struct dump_ctx d = {.json = json, .first = true};
+    if (b) {
+        d.fold_lo = b->block;
+        d.fold_hi = b->block + (2u << 20);
+    }
+    mmp_pt_dump(pt, 0, end, print_dump_line, &d);
+    dump_flush_fold(&d);
 }
 
 /* ---- step 3 + 4 per table ----------------------------------------------- */
@@ -112,6 +162,8 @@ static int print_dump_line(void *arg, const char *line)
 struct table_result {
     struct demo_layout layout;
     struct demo_build lazy, eager; /* the same layout built twice */
+    struct demo_balloon balloon_lazy, balloon_eager; /* then the same pages ballooned out */
+    bool have_balloon;
     struct demo_verify verify;
     struct mmp_pt pt;              /* the lazily built table, kept for the dump */
     bool have_pt;
@@ -119,18 +171,31 @@ struct table_result {
 
 static void build_and_verify(struct table_result *t, uint64_t *seed, unsigned samples)
 {
-    /* The same layout built without a lazy section, for the comparison. */
+    /* The same layout built and ballooned without lazy sections, for the comparison. */
     struct mmp_pt eager;
+    t->have_balloon = demo_balloon_pick(&t->layout, seed, &t->balloon_lazy);
+    t->balloon_eager = t->balloon_lazy;
     if ((t->eager.rc = mmp_pt_init(&eager, &t->layout.cfg, NULL)) == 0) {
         demo_build_table(&t->layout, &eager, false, &t->eager);
+        if (!t->eager.rc && t->have_balloon) {
+            demo_balloon_unmap(&eager, false, &t->balloon_eager);
+            t->eager.rc = t->balloon_eager.rc;
+        }
         mmp_pt_fini(&eager);
     }
     if ((t->lazy.rc = mmp_pt_init(&t->pt, &t->layout.cfg, NULL)) != 0)
         return;
     t->have_pt = true;
     demo_build_table(&t->layout, &t->pt, true, &t->lazy);
+    if (!t->lazy.rc && t->have_balloon) {
+        demo_balloon_unmap(&t->pt, true, &t->balloon_lazy);
+        t->lazy.rc = t->balloon_lazy.rc;
+        if (!t->lazy.rc)
+            t->lazy.rc = mmp_pt_usage(&t->pt, &t->lazy.use);
+    }
     if (!t->lazy.rc)
-        demo_verify_table(&t->layout, &t->pt, seed, samples, &t->verify);
+        demo_verify_table(&t->layout, &t->pt, seed, samples,
+                          t->have_balloon ? &t->balloon_lazy : NULL, &t->verify);
 }
 
 /* End of the highest region: the dump covers [0, end). */
@@ -148,6 +213,20 @@ static const char *size_str(uint64_t b, char *buf, size_t cap)
     else
         snprintf(buf, cap, "%" PRIu64 "K", b >> 10);
     return buf;
+}
+
+/* Barriers and flushes of one step: per entry (hypothetical), per call, lazy. */
+static void print_counts(uint64_t entries, const struct mmp_pt_stats *eager,
+                         const struct mmp_pt_stats *lazy)
+{
+    printf("     %-36s %8" PRIu64 " %8" PRIu64 "\n", "per entry (code without batching)",
+           entries, entries);
+    printf("     %-36s %8" PRIu64 " %8" PRIu64 "\n", "per call (mmport, no lazy section)",
+           eager->barriers, eager->flushes);
+    printf("     %-36s %8" PRIu64 " %8" PRIu64 "   (%" PRIu64 " deferred, %" PRIu64
+           " ranges coalesced)\n",
+           "one lazy section", lazy->barriers, lazy->flushes, lazy->barriers_deferred,
+           lazy->ranges_coalesced);
 }
 
 static void print_table_text(struct table_result *t)
@@ -170,24 +249,29 @@ static void print_table_text(struct table_result *t)
                b->failed ? b->failed : "");
         return;
     }
-    printf("   dump (mmp_pt_dump):\n");
-    mmp_pt_dump(&t->pt, 0, layout_end(l), print_dump_line, NULL);
+    /* Naive code: one barrier and one flush per entry it writes. */
+    printf("   %-40s %8s %8s\n", "", "barriers", "flushes");
+    printf("   build: %" PRIu64 " entries written in %.0f us\n", b->st.entries_written,
+           b->seconds * 1e6);
+    print_counts(b->st.entries_written, &t->eager.st, &b->st);
+    if (t->have_balloon) {
+        const struct demo_balloon *bl = &t->balloon_lazy;
+        printf("   balloon: the guest returns %u scattered 4K pages of the 2M block at 0x%" PRIx64
+               "\n   (one unmap each; %" PRIu64 " entries written; ",
+               DEMO_BALLOON, bl->block, bl->delta.entries_written);
+        if (bl->delta.bbm)
+            printf("%" PRIu64 " break-before-make sequences: the block split, runs unfolded)\n",
+                   bl->delta.bbm);
+        else
+            printf("the block split in place, no break-before-make needed)\n");
+        print_counts(bl->delta.entries_written, &t->balloon_eager.delta, &bl->delta);
+    }
+    printf("   the table now (mmp_pt_dump):\n");
+    dump_table(&t->pt, layout_end(l), t->have_balloon ? &t->balloon_lazy : NULL, false);
     printf("   leaves: %" PRIu64 " blocks, %" PRIu64 " contiguous runs, %" PRIu64
            " pages; %" PRIu64 " table pages (%" PRIu64 " KiB)\n",
            b->use.blocks, b->use.cont_runs, b->use.pages, b->use.table_pages,
            b->use.table_pages * l->cfg.granule >> 10);
-    printf("   built in %.0f us: %" PRIu64 " entries written\n", b->seconds * 1e6,
-           b->st.entries_written);
-    printf("     %-26s %8s %8s\n", "", "barriers", "flushes");
-    printf("     %-26s %8" PRIu64 " %8" PRIu64 "\n", "per entry (naive code)",
-           b->st.entries_written, b->st.entries_written);
-    if (!t->eager.rc)
-        printf("     %-26s %8" PRIu64 " %8" PRIu64 "\n", "per call (no lazy section)",
-               t->eager.st.barriers, t->eager.st.flushes);
-    printf("     %-26s %8" PRIu64 " %8" PRIu64 "   (%" PRIu64 " barriers deferred, %" PRIu64
-           " ranges coalesced)\n",
-           "one lazy section", b->st.barriers, b->st.flushes, b->st.barriers_deferred,
-           b->st.ranges_coalesced);
 }
 
 static void print_table_json(struct table_result *t, const char *sep)
@@ -213,8 +297,7 @@ static void print_table_json(struct table_result *t, const char *sep)
     json_kv_str(", ", "error", b->rc ? mmp_strerror(b->rc) : NULL);
     if (!b->rc) {
         printf(", \"dump\": [");
-        bool first = true;
-        mmp_pt_dump(&t->pt, 0, layout_end(l), print_dump_line, &first);
+        dump_table(&t->pt, layout_end(l), t->have_balloon ? &t->balloon_lazy : NULL, true);
         printf("]");
     }
     printf(", \"usage\": {\"blocks\": %" PRIu64 ", \"cont_runs\": %" PRIu64
@@ -230,6 +313,19 @@ static void print_table_json(struct table_result *t, const char *sep)
            b->st.entries_written, b->st.entries_written, b->st.entries_written,
            t->eager.st.barriers, t->eager.st.flushes, b->st.barriers, b->st.flushes,
            b->st.barriers_deferred, b->st.ranges_coalesced, b->st.bbm);
+    if (t->have_balloon) {
+        const struct demo_balloon *bl = &t->balloon_lazy, *be = &t->balloon_eager;
+        printf(", \"balloon\": {\"pages\": %u, \"block\": %" PRIu64
+               ", \"entries_written\": %" PRIu64 ", \"bbm\": %" PRIu64
+               ", \"per_entry\": {\"barriers\": %" PRIu64 ", \"flushes\": %" PRIu64
+               "}, \"per_call\": {\"barriers\": %" PRIu64 ", \"flushes\": %" PRIu64
+               "}, \"lazy\": {\"barriers\": %" PRIu64 ", \"flushes\": %" PRIu64
+               ", \"barriers_deferred\": %" PRIu64 ", \"ranges_coalesced\": %" PRIu64 "}}",
+               DEMO_BALLOON, bl->block, bl->delta.entries_written, bl->delta.bbm,
+               bl->delta.entries_written, bl->delta.entries_written, be->delta.barriers,
+               be->delta.flushes, bl->delta.barriers, bl->delta.flushes,
+               bl->delta.barriers_deferred, bl->delta.ranges_coalesced);
+    }
     printf(", \"verify\": {\"samples\": %u, \"holes\": %u, \"ram_read\": %u, \"bad\": %u",
            t->verify.samples, t->verify.holes, t->verify.ram_read, t->verify.bad);
     json_kv_str(", ", "first_bad", t->verify.bad ? t->verify.first_bad : NULL);
@@ -456,10 +552,12 @@ const struct cli_command cli_cmd_demo = {
         "     and mmp_clear on one thread;\n"
         "  3. builds the guest's arm64 stage-2 (4K granule, 40-bit IPA, QEMU-virt-like\n"
         "     layout) and x86-64 (PC-like, RAM split around the 32-bit PCI hole) tables\n"
-        "     in one lazy-MMU section each, and shows leaves, table pages, and the\n"
-        "     barriers and flushes issued vs per-entry and per-call code;\n"
+        "     in one lazy-MMU section each, then unmaps 64 scattered pages of one 2M\n"
+        "     block (a balloon inflating) in another, and shows leaves, table pages,\n"
+        "     and the barriers and flushes issued vs per-entry and per-call code;\n"
         "  4. verifies every RAM byte reads zero and random guest addresses in every\n"
-        "     region (and the holes between) translate as laid out.\n"
+        "     region, every page of the ballooned block and the holes between regions\n"
+        "     translate as laid out.\n"
         "Exits 0 when verification passes, 1 when it fails.\n\n"
         "  --ram SIZE    guest RAM, a multiple of 2M from 4M (default 2G)\n"
         "  --threads N   clearing threads (default: the online CPUs)\n"

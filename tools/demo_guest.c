@@ -161,6 +161,19 @@ static void check_in(const struct demo_region *r, const struct mmp_pt *pt, uint6
     }
 }
 
+static bool in_list(const uint64_t *gpa, unsigned n, uint64_t a)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (a >> 12 == gpa[i] >> 12)
+            return true;
+    return false;
+}
+
+static bool ballooned(const struct demo_balloon *b, uint64_t a)
+{
+    return b && in_list(b->gpa, DEMO_BALLOON, a);
+}
+
 static void check_hole(const struct mmp_pt *pt, uint64_t a, struct demo_verify *v)
 {
     struct mmp_pt_leaf leaf;
@@ -171,17 +184,32 @@ static void check_hole(const struct mmp_pt *pt, uint64_t a, struct demo_verify *
             rc ? mmp_strerror(rc) : "a mapping");
 }
 
+/* One address inside region r: mapped as laid out, unless ballooned out. */
+static void check_at(const struct demo_region *r, const struct mmp_pt *pt, uint64_t a,
+                     const struct demo_balloon *b, struct demo_verify *v)
+{
+    if (ballooned(b, a))
+        check_hole(pt, a, v);
+    else
+        check_in(r, pt, a, v);
+}
+
 void demo_verify_table(const struct demo_layout *l, const struct mmp_pt *pt, uint64_t *seed,
-                       unsigned per_region, struct demo_verify *v)
+                       unsigned per_region, const struct demo_balloon *b,
+                       struct demo_verify *v)
 {
     *v = (struct demo_verify){0};
     uint64_t prev_end = 0;
     for (unsigned i = 0; i < l->n; i++) {
         const struct demo_region *r = &l->r[i];
-        check_in(r, pt, r->gpa, v);
-        check_in(r, pt, r->gpa + r->size - 1, v);
+        check_at(r, pt, r->gpa, b, v);
+        check_at(r, pt, r->gpa + r->size - 1, b, v);
         for (unsigned k = 0; k < per_region; k++)
-            check_in(r, pt, r->gpa + xorshift(seed) % r->size, v);
+            check_at(r, pt, r->gpa + xorshift(seed) % r->size, b, v);
+        /* Every page of the ballooned block, at a varying offset. */
+        if (b && b->block >= r->gpa && b->block < r->gpa + r->size)
+            for (uint64_t pg = 0; pg < 512; pg++)
+                check_at(r, pt, b->block + pg * 4096 + xorshift(seed) % 4096, b, v);
         if (r->gpa > prev_end) { /* the hole before this region */
             uint64_t len = r->gpa - prev_end;
             check_hole(pt, prev_end, v);
@@ -191,4 +219,48 @@ void demo_verify_table(const struct demo_layout *l, const struct mmp_pt *pt, uin
         prev_end = r->gpa + r->size;
     }
     check_hole(pt, prev_end, v); /* just past the last region */
+}
+
+bool demo_balloon_pick(const struct demo_layout *l, uint64_t *seed, struct demo_balloon *b)
+{
+    *b = (struct demo_balloon){0};
+    const struct demo_region *ram = NULL;
+    for (unsigned i = 0; i < l->n; i++)
+        if (l->r[i].ram)
+            ram = &l->r[i];
+    if (!ram)
+        return false;
+    uint64_t first = (ram->gpa + 2 * MiB - 1) & ~(2 * MiB - 1);
+    if (first + 2 * MiB > ram->gpa + ram->size)
+        return false;
+    b->block = first;
+    for (unsigned n = 0; n < DEMO_BALLOON;) {
+        uint64_t a = first + (xorshift(seed) % 512) * 4096;
+        if (!in_list(b->gpa, n, a))
+            b->gpa[n++] = a;
+    }
+    return true;
+}
+
+void demo_balloon_unmap(struct mmp_pt *pt, bool lazy, struct demo_balloon *b)
+{
+    struct mmp_pt_stats s0, s1;
+    mmp_pt_stats(pt, &s0);
+    b->rc = lazy ? mmp_lazy_enter(pt) : 0;
+    for (unsigned i = 0; i < DEMO_BALLOON && !b->rc; i++)
+        b->rc = mmp_pt_unmap(pt, b->gpa[i], 4096);
+    if (lazy) {
+        int rc = mmp_lazy_leave(pt);
+        b->rc = b->rc ? b->rc : rc;
+    }
+    mmp_pt_stats(pt, &s1);
+    b->delta = (struct mmp_pt_stats){
+        .entries_written = s1.entries_written - s0.entries_written,
+        .barriers = s1.barriers - s0.barriers,
+        .barriers_deferred = s1.barriers_deferred - s0.barriers_deferred,
+        .flushes = s1.flushes - s0.flushes,
+        .ranges_coalesced = s1.ranges_coalesced - s0.ranges_coalesced,
+        .table_pages = s1.table_pages,
+        .bbm = s1.bbm - s0.bbm,
+    };
 }

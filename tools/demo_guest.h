@@ -55,6 +55,25 @@ struct demo_build {
 void demo_build_table(const struct demo_layout *l, struct mmp_pt *pt, bool lazy,
                       struct demo_build *out);
 
+/*
+ * The guest's balloon driver hands pages back: DEMO_BALLOON scattered
+ * 4 KiB pages of one 2 MiB block of RAM, unmapped one call each.
+ */
+#define DEMO_BALLOON 64
+
+struct demo_balloon {
+    uint64_t block;               /* gpa of the 2 MiB block they come from */
+    uint64_t gpa[DEMO_BALLOON];   /* distinct pages inside it */
+    struct mmp_pt_stats delta;    /* counters the unmaps added */
+    int rc;
+};
+
+/* Picks the pages (from *seed) in the last RAM region; false if it has no 2 MiB block. */
+bool demo_balloon_pick(const struct demo_layout *l, uint64_t *seed, struct demo_balloon *b);
+
+/* Unmaps b's pages from @p pt, inside one lazy section when @p lazy. */
+void demo_balloon_unmap(struct mmp_pt *pt, bool lazy, struct demo_balloon *b);
+
 struct demo_verify {
     unsigned samples;  /* addresses looked up inside regions */
     unsigned holes;    /* addresses looked up between regions */
@@ -67,8 +86,11 @@ struct demo_verify {
  * Look up the first and last byte of every region, @p per_region random
  * addresses inside each (xorshift from *seed) and addresses in the holes
  * between regions; RAM translations are also read (they must read zero).
+ * With @p balloon (may be NULL), every page of its block is looked up:
+ * the ballooned ones must be unmapped, the rest still mapped as laid out.
  */
 void demo_verify_table(const struct demo_layout *l, const struct mmp_pt *pt, uint64_t *seed,
-                       unsigned per_region, struct demo_verify *out);
+                       unsigned per_region, const struct demo_balloon *balloon,
+                       struct demo_verify *out);
 
 #endif
