@@ -448,6 +448,23 @@ static void try_collapse(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, u
     pt_st(&t[i], o->tmpl[d] | pa);
     wrote(o, 1, priv);
     mmp_core_pt_defer_free(o->pt, c, e & g->tbl_oa_mask);
+    /* The new block may complete a contiguous run of blocks. */
+    unsigned R = run_len(o, d);
+    if (R > 1) {
+        unsigned ra = i & ~(R - 1);
+        uint64_t va_ra = base - (uint64_t)(i - ra) * sz;
+        if (run_matches(o, d, t, ra, ra + R - 1, va_ra + o->delta, o->tmpl[d])) {
+            if (!priv && g->bbm) {
+                for (unsigned k = ra; k < ra + R; k++)
+                    pt_st(&t[k], 0);
+                wrote(o, R, priv);
+                mmp_core_pt_bbm(o->pt, va_ra, va_ra + R * sz - 1, MMP_FLUSH_LEAF);
+            }
+            for (unsigned k = ra; k < ra + R; k++)
+                pt_st(&t[k], o->tmpl[d] | g->cont_bit | (va_ra + o->delta + (k - ra) * sz));
+            wrote(o, R, priv);
+        }
+    }
 }
 
 static void map_tbl(struct pt_op *o, unsigned d, uint64_t *t, uint64_t va, uint64_t last, bool priv)
@@ -491,7 +508,15 @@ static void map_tbl(struct pt_op *o, unsigned d, uint64_t *t, uint64_t va, uint6
 
 /* ---- unmap / protect ---------------------------------------------------- */
 
-/* Full slots [a, b] of t at depth d hold leaves or nothing. */
+/*
+ * Full slots [a, b] of t at depth d hold leaves or nothing: unmap or
+ * re-protect them, in chunks of CHUNK entries. Contiguous runs cut by the
+ * range's ends are unfolded with break-before-make. Runs wholly inside keep
+ * their bit: a permission change is written in place, because until the
+ * flush a TLB may give either the old or the new permission for the run and
+ * after it only the new one (what Linux's contpte_wrprotect_ptes relies on);
+ * a memory-type change needs break-before-make (D8.16.1), chunk by chunk.
+ */
 static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, unsigned b,
                        uint64_t va_a, bool priv)
 {

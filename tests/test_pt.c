@@ -148,8 +148,9 @@ static void partial_in(size_t c, uint64_t unit, int protect)
     uint64_t run = run_bytes_for(inf.cont_sizes, inf.granule) / inf.granule;
     for (uint64_t off = 0; off < n; off++) {
         /* sample: every page when small, else the ends, run edges and a stride */
-        if (n > 512 && !(off < 3 || off > n - 3 || (run && (off % run < 2 || off % run == run - 1) &&
-                                                    off % (run * 37) < run) || off % 499 == 0))
+        if (n > (pt_slow() ? 32u : 512u) &&
+            !(off < 3 || off > n - 3 || (run && (off % run < 2 || off % run == run - 1) &&
+                                         off % (run * 37) < run) || off % 499 == 0))
             continue;
         for (uint64_t len = 1; len <= 3 && off + len <= n; len += 2) {
             ck_assert_int_eq(mmp_pt_map(&e->pt, va, pa, unit, RW, 0), 0);
@@ -184,7 +185,7 @@ START_TEST(partial_unmap_protect_in_blocks_and_runs)
         tenv_free(e);
         uint64_t run = run_bytes_for(inf.cont_sizes, inf.granule);
         uint64_t blk = first_block(&inf);
-        if (mmp_test_emulated() && blk > (64u << 20))
+        if (pt_slow() && blk > (64u << 20))
             blk = 0; /* the 512M block of 64K: natively only */
         for (int p = 0; p < 2; p++) {
             if (run)
@@ -388,6 +389,31 @@ START_TEST(folding_into_block)
             tenv_free(e);
         }
     }
+}
+END_TEST
+
+/* Page-granular mapping of a 32 MiB region (arm64 4K) ends as one
+ * contiguous run of 16 blocks: pages fold into runs, tables into blocks,
+ * blocks into a run of blocks. */
+START_TEST(folding_up_to_block_runs)
+{
+    struct tenv *e = tenv_new(&pt_cfgs[2].c);
+    uint64_t G = 4096, R = 32ull << 20, va = R * 4, pa = R * 9;
+    uint64_t step = pt_slow() ? 512 * G : G; /* emulated: 2M per call */
+    for (uint64_t off = 0; off < R; off += step)
+        ck_assert_int_eq(mmp_pt_map(&e->pt, va + off, pa + off, step, RW, 0), 0);
+    struct mmp_pt_usage u;
+    mmp_pt_usage(&e->pt, &u);
+    ck_assert_uint_eq(u.blocks, 16);
+    ck_assert_uint_eq(u.cont_runs, 1);
+    ck_assert_uint_eq(u.pages, 0);
+    struct mmp_pt_leaf l;
+    ck_assert_int_eq(mmp_pt_lookup(&e->pt, va + R / 2 + G, &l), 0);
+    ck_assert_int_eq(l.kind, MMP_LEAF_CONT);
+    ck_assert_uint_eq(l.size, 2u << 20);
+    ck_assert_uint_eq(l.pa, pa + R / 2);
+    ck_assert_int_eq(e->live, 3); /* L0 root, L1, L2: every L3 table went back */
+    tenv_free(e);
 }
 END_TEST
 
@@ -637,7 +663,7 @@ START_TEST(concurrent_reader_sees_no_torn_entries)
         ck_assert_int_eq(mmp_pt_map(pt, r.va, r.pa, r.n * r.G, RW, 0), 0);
         pthread_t th;
         ck_assert_int_eq(pthread_create(&th, NULL, reader, &r), 0);
-        int rounds = mmp_test_emulated() ? 300 : 3000;
+        int rounds = pt_slow() ? 300 : 3000;
         for (int k = 0; k < rounds; k++) {
             ck_assert_int_eq(mmp_pt_protect(pt, r.va, r.n * r.G, k & 1 ? RW : RO), 0);
             uint64_t other = r.va + (2ull << 20) * (1 + k % 4);
@@ -687,6 +713,7 @@ Suite *mmp_suite_pt(void)
     MMP_ADD(s, protect_whole_runs);
     MMP_ADD(s, folding_across_calls);
     MMP_ADD(s, folding_into_block);
+    MMP_ADD(s, folding_up_to_block_runs);
     MMP_ADD(s, fault_injection_every_allocation);
     MMP_ADD(s, bad_input_table);
     MMP_ADD(s, default_ops_and_create);
