@@ -56,7 +56,7 @@ check: deps config.mak
 	+@ARCH="$(ARCH)" CROSS_CC="$(CROSS_CC)" QEMU_AARCH64="$(QEMU_AARCH64)" scripts/check.sh
 
 run: deps config.mak all
-	$(NATIVE_B)/mmport info
+	$(NATIVE_B)/mmport demo
 
 # mmport(3) is generated from the public headers' doc comments.
 build/man/mmport.3: $(wildcard include/mmport/*.h) scripts/gen-man3.sh

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -66,11 +68,39 @@ int guest_ram_reserve(struct guest_ram *ram, size_t len)
     return 0;
 }
 
-void guest_ram_dirty(struct guest_ram *ram)
+struct dirty_span {
+    uint64_t *w;
+    size_t from, to; /* words */
+};
+
+static void *dirty_span(void *arg)
 {
-    uint64_t *w = ram->base;
-    for (size_t i = 0; i < ram->len / 8; i++)
-        w[i] = 0xdeadbeef00000000ull | (i & 0xffffffffu);
+    struct dirty_span *s = arg;
+    for (size_t i = s->from; i < s->to; i++)
+        s->w[i] = 0xdeadbeef00000000ull | (i & 0xffffffffu);
+    return NULL;
+}
+
+void guest_ram_dirty(struct guest_ram *ram, unsigned threads)
+{
+    enum { MAX = 64 };
+    struct dirty_span span[MAX];
+    pthread_t tid[MAX];
+    bool joined[MAX] = {false};
+    size_t words = ram->len / 8;
+    threads = threads < 1 ? 1 : threads > MAX ? MAX : threads;
+    /* The first touch faults the memory in: spread it over the CPUs too. */
+    for (unsigned t = 0; t < threads; t++)
+        span[t] = (struct dirty_span){ram->base, words * t / threads, words * (t + 1) / threads};
+    for (unsigned t = 1; t < threads; t++)
+        joined[t] = pthread_create(&tid[t], NULL, dirty_span, &span[t]) == 0;
+    dirty_span(&span[0]);
+    for (unsigned t = 1; t < threads; t++) {
+        if (joined[t])
+            pthread_join(tid[t], NULL);
+        else
+            dirty_span(&span[t]); /* no thread: do it here */
+    }
 }
 
 size_t guest_ram_first_nonzero(const struct guest_ram *ram)
@@ -85,6 +115,22 @@ size_t guest_ram_first_nonzero(const struct guest_ram *ram)
             return i * 8 + j;
         }
     return ram->len;
+}
+
+long long guest_ram_huge_bytes(void)
+{
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    char line[256];
+    long long kb = -1, v;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "AnonHugePages: %lld kB", &v) == 1 ||
+            sscanf(line, "Private_Hugetlb: %lld kB", &v) == 1)
+            kb = (kb < 0 ? 0 : kb) + v;
+    }
+    fclose(f);
+    return kb < 0 ? -1 : kb << 10;
 }
 
 void guest_ram_release(struct guest_ram *ram)

@@ -21,11 +21,14 @@ struct guest_ram {
  */
 int guest_ram_reserve(struct guest_ram *ram, size_t len);
 
-/* Writes a non-zero pattern over all of it, as a previous tenant would. */
-void guest_ram_dirty(struct guest_ram *ram);
+/* Writes a non-zero pattern over all of it, as a previous tenant would, on @p threads threads. */
+void guest_ram_dirty(struct guest_ram *ram, unsigned threads);
 
 /* Offset of the first non-zero byte, or ram->len when all are zero. */
 size_t guest_ram_first_nonzero(const struct guest_ram *ram);
+
+/* Bytes of this process's memory in huge pages (smaps_rollup), or -1. */
+long long guest_ram_huge_bytes(void);
 
 void guest_ram_release(struct guest_ram *ram);
 
