@@ -211,7 +211,7 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
                 struct mmp_pt pt;
                 struct mmp_pt_ops ops = bench_ops(false);
                 if (mmp_pt_init(&pt, &fmt->cfg, use_heap ? NULL : &ops))
-                    return cli_error("bench", "cannot create a %s table", fmts[f]);
+                    return cli_error("bench map", "cannot create a %s table", fmts[f]);
                 struct mmp_pt_info inf;
                 mmp_pt_info(&pt, &inf);
                 uint64_t va = 1ull << 30, pa = 4ull << 30;
@@ -226,7 +226,7 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
                                        : mmp_pt_unmap(&pt, va, bytes);
                     double t = now_ns() - t0;
                     if (rc)
-                        return cli_error("bench", "%s %s: %s", fmts[f], opn[op], mmp_strerror(rc));
+                        return cli_error("bench map", "%s %s: %s", fmts[f], opn[op], mmp_strerror(rc));
                     mmp_pt_stats(&pt, &s1);
                     if (t < best[op]) {
                         best[op] = t;
@@ -444,12 +444,12 @@ static int run(int argc, char **argv)
             depth = true;
         else if (strcmp(argv[i], "--pattern") == 0 && i + 1 < argc) {
             if (strcmp(argv[++i], "vmalloc") != 0)
-                return cli_usage_error("bench", "unknown pattern '%s'", argv[i]);
+                return cli_usage_error("bench map", "unknown pattern '%s'", argv[i]);
             vmalloc = true;
         } else if (strcmp(argv[i], "--flush") == 0 && i + 1 < argc) {
             i++;
             if (strcmp(argv[i], "syscall") && strcmp(argv[i], "noop"))
-                return cli_usage_error("bench", "--flush syscall|noop");
+                return cli_usage_error("bench map", "--flush syscall|noop");
             sysf = strcmp(argv[i], "syscall") == 0;
         } else if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc) {
             i++;
@@ -457,7 +457,7 @@ static int run(int argc, char **argv)
                 if (strcmp(argv[i], mode_names[m]) == 0)
                     vm_mode = m;
             if (vm_mode < 0)
-                return cli_usage_error("bench", "--mode naive|eager|lazy");
+                return cli_usage_error("bench map", "--mode naive|eager|lazy");
         } else if (strcmp(argv[i], "--pages") == 0 && i + 1 < argc) {
             vm_pages = (unsigned)atoi(argv[++i]);
         } else if (strcmp(argv[i], "--heap") == 0) {
@@ -467,16 +467,16 @@ static int run(int argc, char **argv)
         } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
             only = argv[++i];
             if (!cli_pt_format(only))
-                return cli_usage_error("bench", "unknown format '%s'", only);
+                return cli_usage_error("bench map", "unknown format '%s'", only);
         } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
             if (!cli_parse_size(argv[++i], &bytes) || !bytes || bytes % (1ull << 30))
-                return cli_usage_error("bench", "--size: a multiple of 1G");
+                return cli_usage_error("bench map", "--size: a multiple of 1G");
         } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
             reps = atoi(argv[++i]);
             if (reps < 1)
-                return cli_usage_error("bench", "--reps: at least 1");
+                return cli_usage_error("bench map", "--reps: at least 1");
         } else {
-            return cli_usage_error("bench", "unknown option '%s'", argv[i]);
+            return cli_usage_error("bench map", "unknown option '%s'", argv[i]);
         }
     }
     if (vmalloc)
