@@ -61,7 +61,7 @@ void demo_layout_arm64(struct demo_layout *l, uint64_t host, uint64_t ram_len)
 void demo_layout_x86(struct demo_layout *l, uint64_t host, uint64_t ram_len)
 {
     *l = (struct demo_layout){
-        .title = "x86-64 (EPT-style second stage), 4-level, 48-bit",
+        .title = "x86-64, 4-level, 48-bit (guest-physical -> host in the x86-64 format; EPT is a later format)",
         .format = "x86-64",
         .cfg = {MMP_PT_X86_64, 4096, 48, 0, 0, 0},
     };
