@@ -1,0 +1,82 @@
+#!/bin/sh
+# Real-MMU conformance (docs/mmu.md): builds the freestanding payloads of
+# tests/mmu/ from the library's own sources, boots them under QEMU system
+# emulation (aarch64: cortex-a57 and max; x86-64: 4-level and 5-level
+# CPUs) and counts their PASS/FAIL/SKIP lines. A second build with
+# -DMMP_TEST_FLIP_ATTR_BIT corrupts one descriptor bit and must FAIL:
+# that shows the checks can catch a wrong table.
+# Writes "passed failed skipped" to $MMPORT_TEST_RESULTS; exits non-zero
+# on any failure. MMU_ONLY="aarch64" or "x86_64" runs one family.
+set -u
+res=${MMPORT_TEST_RESULTS:-/dev/null}
+MAKE=${MAKE:-make}
+out=build/mmu
+mkdir -p "$out/logs"
+p=0 f=0 s=0
+pass() { echo "PASS: $*"; p=$((p + 1)); }
+fail() { echo "FAIL: $*"; f=$((f + 1)); }
+skip() { echo "SKIP: $*"; s=$((s + 1)); }
+want() { [ -z "${MMU_ONLY:-}" ] || case " $MMU_ONLY " in *" $1 "*) ;; *) return 1 ;; esac; }
+
+build() { # build <arch> [variant]
+    log=$out/logs/build-$1${2:+-$2}.log
+    if $MAKE --no-print-directory -f tests/mmu/mmu.mk PL_ARCH="$1" PL_VARIANT="${2:-}" \
+        > "$log" 2>&1; then
+        pass "mmu: build $1${2:+ ($2)} payload"
+    else
+        tail -20 "$log"
+        fail "mmu: build $1${2:+ ($2)} payload"
+        return 1
+    fi
+}
+
+# run <label> <success-rc> <command...>: boots one payload, echoes and
+# counts its result lines. Success needs the expected exit status, a
+# RESULT line and no FAIL line.
+run() {
+    label=$1 okrc=$2; shift 2
+    log=$out/logs/run-$label.log
+    timeout 60 "$@" > "$log" 2>&1 < /dev/null
+    rc=$?
+    tr -d '\r' < "$log" | grep -E '^(PASS|FAIL|SKIP): ' | sed "s|^\([A-Z]*\): |\1: $label: |"
+    np=$(grep -c '^PASS: ' "$log") nf=$(grep -c '^FAIL: ' "$log") ns=$(grep -c '^SKIP: ' "$log")
+    p=$((p + np)) f=$((f + nf)) s=$((s + ns))
+    if [ "$rc" != "$okrc" ] || ! grep -q '^RESULT: ' "$log"; then
+        tail -5 "$log"
+        fail "$label: payload exit status $rc (want $okrc), see $log"
+    fi
+}
+
+# run_flip <label> <success-rc> <command...>: the corrupted build must fail.
+run_flip() {
+    label=$1 okrc=$2; shift 2
+    log=$out/logs/run-$label.log
+    timeout 60 "$@" > "$log" 2>&1 < /dev/null
+    rc=$?
+    nf=$(grep -c '^FAIL: ' "$log")
+    if [ "$rc" != "$okrc" ] && [ "$nf" -gt 0 ]; then
+        pass "$label: flipped descriptor bit detected ($nf FAIL lines, exit $rc)"
+    else
+        fail "$label: flipped descriptor bit went unnoticed (exit $rc), see $log"
+    fi
+}
+
+A64=qemu-system-aarch64
+if want aarch64; then
+    if ! command -v $A64 > /dev/null; then
+        skip "mmu: aarch64: $A64 not installed"
+    elif build aarch64; then
+        for cpu in cortex-a57 max; do
+            run "aarch64-$cpu" 0 $A64 -M virt -cpu $cpu -m 2G -nographic -semihosting \
+                -kernel $out/aarch64/payload.elf
+        done
+        if build aarch64 flip; then
+            run_flip aarch64-flip 0 $A64 -M virt -cpu cortex-a57 -m 2G -nographic \
+                -semihosting -kernel $out/aarch64-flip/payload.elf
+        fi
+    fi
+fi
+
+echo "$p $f $s" > "$res"
+echo "mmu: $p passed, $f failed, $s skipped"
+[ "$f" = 0 ]

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * aarch64 payload: semihosting console and exit, the synchronous-exception
+ * handler that turns probe faults into records, and the boot identity map.
+ */
+#include "arch.h"
+#include "payload.h"
+
+/*
+ * Semihosting (Arm "Semihosting for AArch32 and AArch64", HLT #0xF000):
+ * SYS_WRITE0 = 0x04 prints a string, SYS_EXIT = 0x18 takes a block
+ * {reason, subcode}; QEMU exits with subcode for ADP_Stopped_ApplicationExit.
+ */
+static uint64_t semihost(uint64_t op, uint64_t arg)
+{
+    register uint64_t x0 __asm__("x0") = op;
+    register uint64_t x1 __asm__("x1") = arg;
+    __asm__ volatile("hlt #0xf000" : "+r"(x0) : "r"(x1) : "memory");
+    return x0;
+}
+
+void pl_console_write(const char *s)
+{
+    semihost(0x04, (uint64_t)(uintptr_t)s);
+}
+
+void pl_exit(int code)
+{
+    static uint64_t block[2];
+    block[0] = 0x20026; /* ADP_Stopped_ApplicationExit */
+    block[1] = (uint64_t)code;
+    semihost(0x18, (uint64_t)(uintptr_t)block);
+    for (;;)
+        __asm__ volatile("wfi");
+}
+
+/* ---- exceptions ---- */
+
+static volatile int probe_armed;
+static volatile uint64_t probe_esr, probe_far;
+
+void pl_exception(struct pl_frame *f, uint64_t idx);
+void pl_exception(struct pl_frame *f, uint64_t idx)
+{
+    uint64_t ec = ESR_EC(f->esr);
+    if (probe_armed && idx == 4 && (ec == EC_DABT_CUR || ec == EC_IABT_CUR)) {
+        probe_esr = f->esr;
+        probe_far = f->far;
+        probe_armed = 0;
+        if (ec == EC_DABT_CUR)
+            f->elr += 4;      /* skip the faulting load/store */
+        else
+            f->elr = f->x[30]; /* the branch target faulted: return to caller */
+        return;
+    }
+    pl_printf("FAIL: unexpected exception %u: ESR %lx FAR %lx ELR %lx\n", (unsigned)idx,
+              f->esr, f->far, f->elr);
+    pl_exit(2);
+}
+
+int pl_probe_load(uint64_t va, struct pl_probe *p)
+{
+    uint64_t v = 0;
+    probe_esr = 0;
+    probe_far = 0;
+    probe_armed = 1;
+    __asm__ volatile("ldr %0, [%1]" : "+r"(v) : "r"(va) : "memory");
+    probe_armed = 0;
+    p->esr = probe_esr;
+    p->far = probe_far;
+    p->value = v;
+    return p->esr ? -1 : 0;
+}
+
+int pl_probe_store(uint64_t va, uint64_t value, struct pl_probe *p)
+{
+    probe_esr = 0;
+    probe_far = 0;
+    probe_armed = 1;
+    __asm__ volatile("str %0, [%1]" ::"r"(value), "r"(va) : "memory");
+    probe_armed = 0;
+    p->esr = probe_esr;
+    p->far = probe_far;
+    p->value = value;
+    return p->esr ? -1 : 0;
+}
+
+int pl_probe_exec(uint64_t va, struct pl_probe *p)
+{
+    probe_esr = 0;
+    probe_far = 0;
+    probe_armed = 1;
+    /* Instruction fetch must see the `ret` written through the data side. */
+    __asm__ volatile("dsb ish\n\tic ivau, %0\n\tdsb ish\n\tisb" ::"r"(va) : "memory");
+    __asm__ volatile("blr %0" ::"r"(va)
+                     : "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10",
+                       "x11", "x12", "x13", "x14", "x15", "x16", "x17", "x30", "memory");
+    probe_armed = 0;
+    p->esr = probe_esr;
+    p->far = probe_far;
+    p->value = 0;
+    return p->esr ? -1 : 0;
+}
+
+uint64_t pl_at(int write, int el0, uint64_t va)
+{
+    if (el0) {
+        if (write)
+            __asm__ volatile("at s1e0w, %0" ::"r"(va));
+        else
+            __asm__ volatile("at s1e0r, %0" ::"r"(va));
+    } else {
+        if (write)
+            __asm__ volatile("at s1e1w, %0" ::"r"(va));
+        else
+            __asm__ volatile("at s1e1r, %0" ::"r"(va));
+    }
+    __asm__ volatile("isb" ::: "memory");
+    return pl_read_sysreg(par_el1);
+}
+
+/* ---- boot identity map ---- */
+
+/*
+ * MAIR_EL1 the payload loads: attribute index -> memory type
+ * (Arm ARM D19.2.97). 0: Normal WB RAWA, 1: Device-nGnRE, 2: Normal NC,
+ * 3: Device-nGnRnE.
+ */
+uint64_t pl_mair = 0x00440400ffull;
+
+static uint64_t boot_l1[512] __attribute__((aligned(4096)));
+static uint64_t boot_tcr, boot_sctlr;
+
+/* TCR_EL1.IPS from ID_AA64MMFR0_EL1.PARange, capped at 48 bits. */
+static uint64_t tcr_ips(void)
+{
+    uint64_t pa = pl_read_sysreg(id_aa64mmfr0_el1) & 0xf;
+    return (pa > 5 ? 5 : pa) << 32;
+}
+
+void pl_boot_mmu(void)
+{
+    /* L1 block descriptors: bits[1:0]=01, AttrIndx[4:2], SH[9:8]=11, AF[10]. */
+    for (uint64_t i = 0; i < 4; i++) {
+        uint64_t attr = i == 0 ? 1 : 0; /* first GiB: devices (UART at 0x09000000) */
+        boot_l1[i] = (i << 30) | 1 | (attr << 2) | (3u << 8) | (1u << 10);
+    }
+#ifdef MMP_TEST_FLIP_ATTR_BIT
+    boot_l1[2] |= 1u << 7; /* AP[2]: the scratch GiB becomes read-only */
+#endif
+    /* T0SZ=25 (39-bit VA, starts at L1), IRGN0/ORGN0=WBWA, SH0=inner, TG0=4K, EPD1. */
+    boot_tcr = 25 | (1u << 8) | (1u << 10) | (3u << 12) | (1ull << 23) | tcr_ips();
+    /* SCTLR_EL1: M (bit 0), C (2), I (12) on; A (1) and WXN (19) off. */
+    boot_sctlr = (pl_read_sysreg(sctlr_el1) | 1 | (1u << 2) | (1u << 12)) & ~(2ull | (1ull << 19));
+    pl_mmu_switch(pl_mair, boot_tcr, (uint64_t)(uintptr_t)boot_l1, boot_sctlr);
+}
+
+void pl_boot_mmu_restore(void)
+{
+    pl_mmu_switch(pl_mair, boot_tcr, (uint64_t)(uintptr_t)boot_l1, boot_sctlr);
+}
