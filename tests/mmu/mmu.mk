@@ -17,7 +17,7 @@ PL_HANDLER_FLAGS := -mgeneral-regs-only
 else
 PL_DIR := x86
 PL_TRIPLE := x86_64-linux-gnu
-PL_ARCHFLAGS := -mno-red-zone -mcmodel=kernel -fno-pic
+PL_ARCHFLAGS := -mno-red-zone -mcmodel=small -fno-pic
 PL_HANDLER_FLAGS := -mgeneral-regs-only
 endif
 PL_ARCHFLAGS += -fno-pie -fno-stack-protector -fno-asynchronous-unwind-tables \
