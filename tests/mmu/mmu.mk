@@ -73,7 +73,7 @@ $(O)/obj/%.S.o: %.S
 	$(CC) $(PL_CFLAGS) -D__ASSEMBLY__ -c $< -o $@
 
 $(O)/payload.elf: $(OBJS) tests/mmu/$(PL_ARCH)/link.ld
-	$(LD) -nostdlib -static --gc-sections --no-warn-rwx-segments -T tests/mmu/$(PL_ARCH)/link.ld -o $@ $(OBJS)
+	$(LD) -nostdlib -static --gc-sections --no-warn-rwx-segments -z noexecstack -T tests/mmu/$(PL_ARCH)/link.ld -o $@ $(OBJS)
 
 $(O)/payload32.elf: $(O)/payload.elf
 	$(OBJCOPY) -O elf32-i386 $< $@

@@ -128,7 +128,7 @@ uint64_t pl_at(int write, int el0, uint64_t va)
  */
 uint64_t pl_mair = 0x00440400ffull;
 
-static uint64_t boot_l1[512] __attribute__((aligned(4096)));
+uint64_t boot_l1[512] __attribute__((aligned(4096)));
 static uint64_t boot_tcr, boot_sctlr;
 
 /* TCR_EL1.IPS from ID_AA64MMFR0_EL1.PARange, capped at 48 bits. */
@@ -145,6 +145,7 @@ void pl_boot_mmu(void)
         uint64_t attr = i == 0 ? 1 : 0; /* first GiB: devices (UART at 0x09000000) */
         boot_l1[i] = (i << 30) | 1 | (attr << 2) | (3u << 8) | (1u << 10);
     }
+    boot_l1[2] |= 1u << 11; /* nG: tagged with ASID 0, so ASIDE1IS applies */
 #ifdef MMP_TEST_FLIP_ATTR_BIT
     boot_l1[2] |= 1u << 7; /* AP[2]: the scratch GiB becomes read-only */
 #endif

@@ -46,6 +46,8 @@ int pl_probe_exec(uint64_t va, struct pl_probe *p);
 /* AT S1E1R / S1E1W / S1E0R / S1E0W; returns PAR_EL1. */
 uint64_t pl_at(int write, int el0, uint64_t va);
 
+extern uint64_t boot_l1[512];
+
 /* Boot identity map (4K granule, 39-bit VA, 1 GiB blocks). */
 void pl_boot_mmu(void);
 /* Return to the boot map. */

@@ -2,6 +2,7 @@
 /* aarch64 payload: bring-up checks, then the page-table scenarios. */
 #include "arch.h"
 #include "payload.h"
+#include "tlb.h"
 
 static void bringup(void)
 {
@@ -37,11 +38,54 @@ static void bringup(void)
     pl_result(!(par & 1) && p.esr == 0, "aarch64 boot: scratch RAM block is writable");
 }
 
+/*
+ * The TLB helpers: make the scratch block read-only behind the TLB's back,
+ * then each helper must make the store fault; restoring it read-write and
+ * flushing again must make the store work.
+ */
+static void flush_scratch(int how, uint64_t va)
+{
+    switch (how) {
+    case 0: mmp_arch_tlbi_el1_va(va, 0, true); break;
+    case 1: mmp_arch_tlbi_el1_va(va, 0, false); break;
+    case 2: mmp_arch_tlbi_el1_range(va, 1u << 30, 12, 0, true); break; /* > max ops: all */
+    case 3: mmp_arch_tlbi_el1_range(va - 0x3000, 0x8000, 12, 0, false); break;
+    case 4: mmp_arch_tlbi_el1_asid(0); break;
+    default: mmp_arch_tlbi_el1_all(); break;
+    }
+}
+
+static void tlb_helpers(void)
+{
+    static const char *const names[] = {
+        "VALE1IS", "VAE1IS", "range -> VMALLE1IS", "range VAE1IS", "ASIDE1IS", "VMALLE1IS",
+    };
+    uint64_t scratch = 0x80000000ull;
+    struct pl_probe p;
+    unsigned stale = 0;
+    for (int how = 0; how < 6; how++) {
+        uint64_t va = scratch + 0x10000 * (how + 1);
+        int ok = pl_probe_store(va, 1, &p) == 0;
+        boot_l1[2] |= 1u << 7; /* AP[2]: read-only */
+        __asm__ volatile("dsb ishst" ::: "memory");
+        stale += pl_probe_store(va, 2, &p) == 0; /* may hit the old TLB entry */
+        flush_scratch(how, va);
+        ok = ok && pl_probe_store(va, 3, &p) < 0 && ESR_EC(p.esr) == EC_DABT_CUR &&
+             (ESR_FSC(p.esr) & 0x3c) == 0xc && (p.esr & ESR_WNR);
+        boot_l1[2] &= ~(1ull << 7);
+        flush_scratch(how, va);
+        ok = ok && pl_probe_store(va, 4, &p) == 0;
+        pl_result(ok, "aarch64 TLB helper: TLBI %s", names[how]);
+    }
+    pl_printf("note: %u of 6 stores hit a stale TLB entry before the TLBI\n", stale);
+}
+
 int pl_main(void);
 int pl_main(void)
 {
     pl_printf("mmport real-MMU payload (aarch64), MIDR %lx, ID_AA64MMFR0 %lx\n",
               pl_read_sysreg(midr_el1), pl_read_sysreg(id_aa64mmfr0_el1));
     bringup();
+    tlb_helpers();
     pl_finish();
 }

@@ -48,27 +48,18 @@ int memcmp(const void *a, const void *b, size_t n)
     return 0;
 }
 
-/* ---- printf: %s %c %d %u %x %p with l/ll, width and '0' flag ---- */
+/* ---- printf: %s %c %d %u %x %p with l/ll/z, width and '0' flag ---- */
 
 struct out {
-    char buf[256];
-    size_t n;
+    char *buf;
+    size_t n, cap;
 };
-
-static void out_flush(struct out *o)
-{
-    if (!o->n)
-        return;
-    o->buf[o->n] = 0;
-    pl_console_write(o->buf);
-    o->n = 0;
-}
 
 static void out_c(struct out *o, char c)
 {
-    if (o->n == sizeof(o->buf) - 1)
-        out_flush(o);
-    o->buf[o->n++] = c;
+    if (o->n + 1 < o->cap)
+        o->buf[o->n] = c;
+    o->n++;
 }
 
 static void out_num(struct out *o, uint64_t v, unsigned base, int width, char pad, int neg)
@@ -87,12 +78,9 @@ static void out_num(struct out *o, uint64_t v, unsigned base, int width, char pa
         out_c(o, tmp[--i]);
 }
 
-void pl_printf(const char *fmt, ...)
+int pl_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap)
 {
-    struct out o;
-    va_list ap;
-    o.n = 0;
-    va_start(ap, fmt);
+    struct out o = { buf, 0, cap };
     for (; *fmt; fmt++) {
         if (*fmt != '%') {
             out_c(&o, *fmt);
@@ -150,8 +138,28 @@ void pl_printf(const char *fmt, ...)
             break;
         }
     }
+    if (cap)
+        buf[o.n < cap ? o.n : cap - 1] = 0;
+    return (int)o.n;
+}
+
+int pl_snprintf(char *buf, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = pl_vsnprintf(buf, cap, fmt, ap);
     va_end(ap);
-    out_flush(&o);
+    return n;
+}
+
+void pl_printf(const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    pl_vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    pl_console_write(buf);
 }
 
 /* ---- PRNG: splitmix64, seeded so a failing sequence can be replayed ---- */
@@ -180,19 +188,27 @@ uint64_t pl_rand_below(uint64_t n)
 
 struct pl_counts pl_counts;
 
-void pl_result(int ok, const char *name)
+void pl_result(int ok, const char *fmt, ...)
 {
-    if (ok) {
+    char name[256];
+    va_list ap;
+    va_start(ap, fmt);
+    pl_vsnprintf(name, sizeof(name), fmt, ap);
+    va_end(ap);
+    if (ok)
         pl_counts.passed++;
-        pl_printf("PASS: %s\n", name);
-    } else {
+    else
         pl_counts.failed++;
-        pl_printf("FAIL: %s\n", name);
-    }
+    pl_printf("%s: %s\n", ok ? "PASS" : "FAIL", name);
 }
 
-void pl_skip(const char *name, const char *why)
+void pl_skip(const char *why, const char *fmt, ...)
 {
+    char name[256];
+    va_list ap;
+    va_start(ap, fmt);
+    pl_vsnprintf(name, sizeof(name), fmt, ap);
+    va_end(ap);
     pl_counts.skipped++;
     pl_printf("SKIP: %s: %s\n", name, why);
 }

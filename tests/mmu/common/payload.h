@@ -24,7 +24,11 @@ void *memcpy(void *d, const void *s, size_t n);
 void *memmove(void *d, const void *s, size_t n);
 int memcmp(const void *a, const void *b, size_t n);
 
+#include <stdarg.h>
 __attribute__((format(printf, 1, 2))) void pl_printf(const char *fmt, ...);
+int pl_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap);
+__attribute__((format(printf, 3, 4))) int pl_snprintf(char *buf, size_t cap,
+                                                      const char *fmt, ...);
 
 void pl_srand(uint64_t seed);
 uint64_t pl_rand(void);
@@ -35,10 +39,10 @@ struct pl_counts {
 };
 extern struct pl_counts pl_counts;
 
-/** Count and print one "PASS: name" or "FAIL: name" line. */
-void pl_result(int ok, const char *name);
-/** Count and print one "SKIP: name: why" line. */
-void pl_skip(const char *name, const char *why);
+/** Count and print one "PASS: name" or "FAIL: name" line (name is a format). */
+__attribute__((format(printf, 2, 3))) void pl_result(int ok, const char *fmt, ...);
+/** Count and print one "SKIP: name: why" line (name is a format). */
+__attribute__((format(printf, 2, 3))) void pl_skip(const char *why, const char *fmt, ...);
 /** Print the totals and exit non-zero if anything failed. */
 __attribute__((noreturn)) void pl_finish(void);
 

@@ -2,6 +2,7 @@
 /* x86-64 payload: bring-up checks, then the page-table scenarios. */
 #include "arch.h"
 #include "payload.h"
+#include "tlb.h"
 
 static void bringup(void)
 {
@@ -36,7 +37,7 @@ static void bringup_la57(int have)
 {
     static uint64_t pml5[512] __attribute__((aligned(4096)));
     if (!have) {
-        pl_skip("x86_64 boot: 5-level paging", "CPUID.7.0:ECX.LA57 clear on this CPU model");
+        pl_skip("CPUID.7.0:ECX.LA57 clear on this CPU model", "x86_64 boot: 5-level paging");
         return;
     }
     pml5[0] = (uint64_t)(uintptr_t)boot_pml4 | 3;
@@ -51,6 +52,52 @@ static void bringup_la57(int have)
     pl_boot_paging_restore();
     ok = ok && !(pl_read_cr(4) & CR4_LA57);
     pl_result(ok, "x86_64 boot: switch to 5-level paging and back");
+}
+
+/*
+ * The TLB helpers: make a scratch 2 MiB page read-only behind the TLB's
+ * back; after each helper the store must fault (#PF, error P|W), and after
+ * restoring read-write and flushing again it must work.
+ */
+static void flush_scratch(int how, uint64_t va)
+{
+    switch (how) {
+    case 0: case 1: mmp_arch_invlpg(va); break;
+    case 2: mmp_arch_tlb_flush_range(va - 0x3000, 0x8000, false); break;
+    case 3: mmp_arch_tlb_flush_range(va, 1u << 21, false); break; /* > ceiling: CR3 */
+    case 4: mmp_arch_tlb_flush_cr3(); break;
+    default: mmp_arch_tlb_flush_global(); break;
+    }
+}
+
+static void tlb_helpers(void)
+{
+    static const char *const names[] = {
+        "INVLPG", "INVLPG (global entry)", "range INVLPG", "range -> CR3 reload",
+        "CR3 reload", "CR4.PGE toggle (global entry)",
+    };
+    uint64_t scratch = 0x40000000ull + (2u << 21);
+    uint64_t *pde = &boot_pd[scratch >> 21];
+    struct pl_probe p;
+    unsigned stale = 0;
+    for (int how = 0; how < 6; how++) {
+        uint64_t g = (how == 1 || how == 5) ? 0x100 : 0; /* G bit */
+        uint64_t va = scratch + 0x10000 * (how + 1);
+        *pde |= g;
+        mmp_arch_tlb_flush_global();
+        int ok = pl_probe_store(va, 1, &p) == 0;
+        *pde &= ~2ull; /* R/W clear: read-only */
+        stale += pl_probe_store(va, 2, &p) == 0; /* may hit the old TLB entry */
+        flush_scratch(how, va);
+        ok = ok && pl_probe_store(va, 3, &p) < 0 && p.cr2 == va && p.err == (PF_P | PF_W);
+        *pde |= 2;
+        flush_scratch(how, va);
+        ok = ok && pl_probe_store(va, 4, &p) == 0;
+        *pde &= ~g;
+        pl_result(ok, "x86_64 TLB helper: %s", names[how]);
+    }
+    mmp_arch_tlb_flush_global();
+    pl_printf("note: %u of 6 stores hit a stale TLB entry before the flush\n", stale);
 }
 
 int pl_main(void);
@@ -68,6 +115,7 @@ int pl_main(void)
     pl_printf("mmport real-MMU payload (x86_64), %s, LA57 %s\n", vendor,
               (r[2] >> 16) & 1 ? "yes" : "no");
     bringup();
+    tlb_helpers();
     bringup_la57((r[2] >> 16) & 1);
     pl_finish();
 }
