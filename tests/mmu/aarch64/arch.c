@@ -123,16 +123,18 @@ uint64_t pl_at(int write, int el0, uint64_t va)
 
 /*
  * MAIR_EL1 the payload loads: attribute index -> memory type
- * (Arm ARM D19.2.97). 0: Normal WB RAWA, 1: Device-nGnRE, 2: Normal NC,
- * 3: Device-nGnRnE.
+ * (Arm ARM D19.2.97). The layout mmport's stage-1 encoder assumes
+ * (arch/arm64/pt_arm64.c): 0: Normal WB RAWA (0xff), 1: Normal NC (0x44),
+ * 2: Device-nGnRE (0x04).
  */
-uint64_t pl_mair = 0x00440400ffull;
+uint64_t pl_mair = 0x000444ffull;
 
 uint64_t boot_l1[512] __attribute__((aligned(4096)));
-static uint64_t boot_tcr, boot_sctlr;
+static uint64_t boot_tcr;
+uint64_t pl_boot_sctlr;
 
 /* TCR_EL1.IPS from ID_AA64MMFR0_EL1.PARange, capped at 48 bits. */
-static uint64_t tcr_ips(void)
+uint64_t pl_tcr_ips(void)
 {
     uint64_t pa = pl_read_sysreg(id_aa64mmfr0_el1) & 0xf;
     return (pa > 5 ? 5 : pa) << 32;
@@ -142,21 +144,18 @@ void pl_boot_mmu(void)
 {
     /* L1 block descriptors: bits[1:0]=01, AttrIndx[4:2], SH[9:8]=11, AF[10]. */
     for (uint64_t i = 0; i < 4; i++) {
-        uint64_t attr = i == 0 ? 1 : 0; /* first GiB: devices (UART at 0x09000000) */
+        uint64_t attr = i == 0 ? 2 : 0; /* first GiB: devices (UART at 0x09000000) */
         boot_l1[i] = (i << 30) | 1 | (attr << 2) | (3u << 8) | (1u << 10);
     }
     boot_l1[2] |= 1u << 11; /* nG: tagged with ASID 0, so ASIDE1IS applies */
-#ifdef MMP_TEST_FLIP_ATTR_BIT
-    boot_l1[2] |= 1u << 7; /* AP[2]: the scratch GiB becomes read-only */
-#endif
     /* T0SZ=25 (39-bit VA, starts at L1), IRGN0/ORGN0=WBWA, SH0=inner, TG0=4K, EPD1. */
-    boot_tcr = 25 | (1u << 8) | (1u << 10) | (3u << 12) | (1ull << 23) | tcr_ips();
+    boot_tcr = 25 | (1u << 8) | (1u << 10) | (3u << 12) | (1ull << 23) | pl_tcr_ips();
     /* SCTLR_EL1: M (bit 0), C (2), I (12) on; A (1) and WXN (19) off. */
-    boot_sctlr = (pl_read_sysreg(sctlr_el1) | 1 | (1u << 2) | (1u << 12)) & ~(2ull | (1ull << 19));
-    pl_mmu_switch(pl_mair, boot_tcr, (uint64_t)(uintptr_t)boot_l1, boot_sctlr);
+    pl_boot_sctlr = (pl_read_sysreg(sctlr_el1) | 1 | (1u << 2) | (1u << 12)) & ~(2ull | (1ull << 19));
+    pl_mmu_switch(pl_mair, boot_tcr, (uint64_t)(uintptr_t)boot_l1, pl_boot_sctlr);
 }
 
 void pl_boot_mmu_restore(void)
 {
-    pl_mmu_switch(pl_mair, boot_tcr, (uint64_t)(uintptr_t)boot_l1, boot_sctlr);
+    pl_mmu_switch(pl_mair, boot_tcr, (uint64_t)(uintptr_t)boot_l1, pl_boot_sctlr);
 }

@@ -27,6 +27,9 @@ struct pl_frame {
 
 /* MAIR_EL1 layout the payload loads (must match what the engine encodes). */
 extern uint64_t pl_mair;
+extern uint64_t pl_boot_sctlr;
+/* TCR_EL1.IPS for the CPU's PARange (at most 48 bits). */
+uint64_t pl_tcr_ips(void);
 
 void pl_mmu_switch(uint64_t mair, uint64_t tcr, uint64_t ttbr0, uint64_t sctlr);
 

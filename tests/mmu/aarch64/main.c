@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* aarch64 payload: bring-up checks, then the page-table scenarios. */
 #include "arch.h"
+#include "mmu.h"
 #include "payload.h"
 #include "tlb.h"
 
@@ -87,5 +88,10 @@ int pl_main(void)
               pl_read_sysreg(midr_el1), pl_read_sysreg(id_aa64mmfr0_el1));
     bringup();
     tlb_helpers();
+#ifdef PL_NO_PT
+    pl_skip("the page-table engine (core/pt*.c) is not in this tree", "page-table scenarios");
+#else
+    pl_run_scenarios();
+#endif
     pl_finish();
 }

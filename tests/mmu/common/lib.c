@@ -173,7 +173,12 @@ void pl_srand(uint64_t seed)
 
 uint64_t pl_rand(void)
 {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    return pl_rand_r(&rng_state);
+}
+
+uint64_t pl_rand_r(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);

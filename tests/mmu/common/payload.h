@@ -32,6 +32,8 @@ __attribute__((format(printf, 3, 4))) int pl_snprintf(char *buf, size_t cap,
 
 void pl_srand(uint64_t seed);
 uint64_t pl_rand(void);
+/** The same generator on a caller-owned state (an independent stream). */
+uint64_t pl_rand_r(uint64_t *state);
 uint64_t pl_rand_below(uint64_t n);
 
 struct pl_counts {

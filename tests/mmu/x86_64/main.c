@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* x86-64 payload: bring-up checks, then the page-table scenarios. */
 #include "arch.h"
+#include "mmu.h"
 #include "payload.h"
 #include "tlb.h"
 
@@ -24,10 +25,6 @@ static void bringup(void)
 
     /* The scratch RAM at 1 GiB is mapped read-write. */
     uint64_t scratch = 0x40000000ull;
-#ifdef MMP_TEST_FLIP_ATTR_BIT
-    boot_pd[scratch >> 21] &= ~2ull; /* R/W: the first scratch 2 MiB become read-only */
-    __asm__ volatile("invlpg (%0)" ::"r"(scratch) : "memory");
-#endif
     pl_probe_store(scratch, 0xabcd, &p);
     pl_result(p.vec == 0, "x86_64 boot: scratch RAM is writable");
 }
@@ -116,6 +113,11 @@ int pl_main(void)
               (r[2] >> 16) & 1 ? "yes" : "no");
     bringup();
     tlb_helpers();
+#ifdef PL_NO_PT
+    pl_skip("the page-table engine (core/pt*.c) is not in this tree", "page-table scenarios");
+#else
+    pl_run_scenarios();
+#endif
     bringup_la57((r[2] >> 16) & 1);
     pl_finish();
 }

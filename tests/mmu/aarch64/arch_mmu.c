@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * aarch64 hooks for the page-table scenarios: stage-1 EL1&0 tables for the
+ * granules and VA sizes the CPU supports, TCR_EL1/TTBR0_EL1 loading, the
+ * tlb_flush hook (TLBI helpers of arch/arm64/tlb.h) and the check of one
+ * VA with AT S1E1R/S1E1W/S1E0R/S1E0W + PAR_EL1 and real accesses.
+ */
+#include "arch.h"
+#include "mmu.h"
+#include "tlb.h"
+
+/* Scratch RAM: the third GiB of guest RAM (QEMU virt -m 2G: RAM is
+ * 0x40000000..0xbfffffff; the payload lives in the first GiB). */
+const uint64_t pl_scratch_lo = 0x80000000ull, pl_scratch_hi = 0xc0000000ull;
+
+#define RW (MMP_PROT_READ | MMP_PROT_WRITE)
+const struct pl_ident pl_arch_ident[] = {
+    { 0x09000000ull, 0x10000, RW | MMP_PROT_GLOBAL | MMP_MEM_DEVICE }, /* PL011 UART */
+    { 0x80000000ull, 0x40000000ull, RW | MMP_PROT_GLOBAL },            /* scratch */
+};
+const unsigned pl_arch_nident = PL_ARRAY_SIZE(pl_arch_ident);
+
+const uint32_t pl_ret_insn = 0xd65f03c0u; /* ret */
+const unsigned pl_ret_insn_size = 4;
+
+static void add(struct pl_target *t, int *n, int max, unsigned granule, unsigned va_bits,
+                const char *name)
+{
+    if (*n >= max)
+        return;
+    struct pl_target *x = &t[(*n)++];
+    pl_snprintf(x->name, sizeof(x->name), "%s", name);
+    x->cfg.format = MMP_PT_ARM64_S1;
+    x->cfg.granule = granule;
+    x->cfg.va_bits = va_bits;
+    x->cfg.pa_bits = 0;
+    x->cfg.flags = 0;
+    x->window = 0x4000000000ull; /* 256 GiB */
+    x->far_va = (1ull << va_bits) - 4ull * granule;
+    x->max_leaf = 1ull << 62;
+    x->arch_flags = 0;
+}
+
+int pl_arch_targets(struct pl_target *t, int max)
+{
+    /* ID_AA64MMFR0_EL1 (Arm ARM D19.2.64): TGran4 [31:28] 0 = yes, 0xf = no;
+     * TGran64 [27:24] 0 = yes, 0xf = no; TGran16 [23:20] 0 = no, 1+ = yes. */
+    uint64_t mmfr0 = pl_read_sysreg(id_aa64mmfr0_el1);
+    unsigned tg4 = (mmfr0 >> 28) & 0xf, tg64 = (mmfr0 >> 24) & 0xf, tg16 = (mmfr0 >> 20) & 0xf;
+    int n = 0;
+    if (tg4 != 0xf) {
+        add(t, &n, max, 4096, 39, "arm64 4K granule, 39-bit VA (3 levels)");
+        add(t, &n, max, 4096, 48, "arm64 4K granule, 48-bit VA (4 levels)");
+    } else {
+        pl_skip("ID_AA64MMFR0_EL1.TGran4 = 0xf: the CPU has no 4K granule", "arm64 4K granule");
+    }
+    if (tg16 != 0) {
+        add(t, &n, max, 16384, 47, "arm64 16K granule, 47-bit VA (3 levels)");
+        add(t, &n, max, 16384, 48, "arm64 16K granule, 48-bit VA (4 levels)");
+    } else {
+        pl_skip("ID_AA64MMFR0_EL1.TGran16 = 0: the CPU has no 16K granule",
+                "arm64 16K granule");
+    }
+    if (tg64 != 0xf) {
+        /* 64K tables have at most 3 levels below 52-bit VAs (FEAT_LVA). */
+        add(t, &n, max, 65536, 42, "arm64 64K granule, 42-bit VA (2 levels)");
+        add(t, &n, max, 65536, 48, "arm64 64K granule, 48-bit VA (3 levels)");
+    } else {
+        pl_skip("ID_AA64MMFR0_EL1.TGran64 = 0xf: the CPU has no 64K granule",
+                "arm64 64K granule");
+    }
+    return n;
+}
+
+static unsigned gshift(const struct pl_target *t)
+{
+    return t->cfg.granule == 4096 ? 12 : t->cfg.granule == 16384 ? 14 : 16;
+}
+
+int pl_arch_activate(const struct pl_target *t, const struct mmp_pt *pt)
+{
+    /* TCR_EL1 (D19.2.139): T0SZ, IRGN0/ORGN0 = WBWA, SH0 = inner,
+     * TG0 (4K 0b00, 64K 0b01, 16K 0b10), EPD1 (no TTBR1 walks) with a
+     * valid TG1 (4K = 0b10), IPS. */
+    uint64_t tg0 = t->cfg.granule == 4096 ? 0 : t->cfg.granule == 65536 ? 1 : 2;
+    uint64_t tcr = (64 - t->cfg.va_bits) | (1u << 8) | (1u << 10) | (3u << 12) | (tg0 << 14) |
+                   (1ull << 23) | (2ull << 30) | pl_tcr_ips();
+    pl_mmu_switch(pl_mair, tcr, mmp_pt_root(pt), pl_boot_sctlr);
+    return 0;
+}
+
+void pl_arch_deactivate(void)
+{
+    pl_boot_mmu_restore();
+}
+
+void pl_arch_tlb_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
+{
+    const struct pl_target *t = ctx;
+    if (flags & MMP_FLUSH_ALL)
+        mmp_arch_tlbi_el1_all();
+    else
+        mmp_arch_tlbi_el1_range(va, size, gshift(t), 0, (flags & MMP_FLUSH_LEAF) != 0);
+}
+
+/* PAR_EL1 (D19.2.100): F [0]; on fault FST [6:1]; else SH [8:7],
+ * PA [47:12], ATTR [63:56]. Fault status codes: 0b0001LL translation,
+ * 0b0010LL access flag, 0b0011LL permission. */
+#define PAR_F 1ull
+#define PAR_FST(p) (((p) >> 1) & 0x3c)
+#define FS_TRANS 0x04
+#define FS_PERM 0x0c
+#define PA_BITS 0x0000fffffffff000ull
+
+static const uint8_t mair_of_mem[3] = { 0xff, 0x44, 0x04 };
+
+static int bad(uint64_t va, const char *what, uint64_t want, uint64_t got)
+{
+    pl_printf("  mismatch at %lx: MMU: %s: want %lx, got %lx\n", va, what, want, got);
+    return 1;
+}
+
+static uint64_t token_seq;
+
+int pl_arch_check(const struct pl_target *t, uint64_t va, const struct pl_expect *e, int real)
+{
+    (void)t;
+    struct pl_probe p;
+    uint64_t par = pl_at(0, 0, va);
+    if (!e->mapped) {
+        if (!(par & PAR_F) || PAR_FST(par) != FS_TRANS)
+            return bad(va, "AT S1E1R of an unmapped VA (PAR)", FS_TRANS, par);
+        if (real) {
+            pl_probe_load(va, &p);
+            if (ESR_EC(p.esr) != EC_DABT_CUR || (ESR_FSC(p.esr) & 0x3c) != FS_TRANS ||
+                p.far != va)
+                return bad(va, "load from an unmapped VA (ESR)", FS_TRANS, p.esr);
+        }
+        return 0;
+    }
+    uint32_t a = e->attrs;
+    unsigned mem = (a & MMP_MEM_MASK) >> 8;
+    if (par & PAR_F)
+        return bad(va, "AT S1E1R of a mapped VA (PAR)", e->pa & PA_BITS, par);
+    if ((par & PA_BITS) != (e->pa & PA_BITS))
+        return bad(va, "AT S1E1R output address", e->pa & PA_BITS, par & PA_BITS);
+    if ((par >> 56) != mair_of_mem[mem])
+        return bad(va, "AT S1E1R memory attributes (PAR.ATTR)", mair_of_mem[mem], par >> 56);
+    if (mem == 0 && ((par >> 7) & 3) != 3)
+        return bad(va, "AT S1E1R shareability (PAR.SH)", 3, (par >> 7) & 3);
+    /* Permission checks: EL1 write, EL0 read, EL0 write. */
+    const struct {
+        int write, el0, allowed;
+        const char *what;
+    } at[] = {
+        { 1, 0, (a & MMP_PROT_WRITE) != 0, "AT S1E1W (PAR)" },
+        { 0, 1, (a & MMP_PROT_USER) != 0, "AT S1E0R (PAR)" },
+        { 1, 1, (a & MMP_PROT_USER) && (a & MMP_PROT_WRITE), "AT S1E0W (PAR)" },
+    };
+    for (unsigned i = 0; i < PL_ARRAY_SIZE(at); i++) {
+        par = pl_at(at[i].write, at[i].el0, va);
+        if (at[i].allowed ? (par & PAR_F) != 0 : (!(par & PAR_F) || PAR_FST(par) != FS_PERM))
+            return bad(va, at[i].what, at[i].allowed ? 0 : FS_PERM, par);
+    }
+    if (!real)
+        return 0;
+
+    /* Real accesses: stamp the frame through the identity map, read it
+     * through va; write through va and read through the identity map. */
+    uint64_t v8 = va & ~7ull, pa8 = e->pa & ~7ull;
+    volatile uint64_t *phys = (volatile uint64_t *)(uintptr_t)pa8;
+    uint64_t tok = 0x6d6d750000000000ull ^ (++token_seq << 8) ^ va;
+    *phys = tok;
+    if (pl_probe_load(v8, &p) || p.value != tok)
+        return bad(va, "load through the mapping (ESR or value)", tok, p.esr ? p.esr : p.value);
+    if (a & MMP_PROT_WRITE) {
+        if (pl_probe_store(v8, ~tok, &p) || *phys != ~tok)
+            return bad(va, "store through the mapping (ESR or value)", ~tok,
+                       p.esr ? p.esr : *phys);
+    } else {
+        pl_probe_store(v8, ~tok, &p);
+        if (ESR_EC(p.esr) != EC_DABT_CUR || (ESR_FSC(p.esr) & 0x3c) != FS_PERM ||
+            !(p.esr & ESR_WNR) || p.far != v8 || *phys != tok)
+            return bad(va, "store to a read-only VA (ESR)", FS_PERM, p.esr);
+    }
+    if (mem != 0)
+        return 0; /* instruction fetch only from Normal WB memory */
+    uint64_t v4 = va & ~3ull;
+    *(volatile uint32_t *)(uintptr_t)(e->pa & ~3ull) = pl_ret_insn;
+    pl_probe_exec(v4, &p);
+    /* EL1 executes what is EXEC and not EL0-accessible (USER is PXN). */
+    if ((a & MMP_PROT_EXEC) && !(a & MMP_PROT_USER)) {
+        if (p.esr)
+            return bad(va, "execute from an executable VA (ESR)", 0, p.esr);
+    } else if (ESR_EC(p.esr) != EC_IABT_CUR || (ESR_FSC(p.esr) & 0x3c) != FS_PERM ||
+               p.far != v4) {
+        return bad(va, "execute from a non-executable VA (ESR)", FS_PERM, p.esr);
+    }
+    return 0;
+}
+
+uint64_t *pl_arch_desc_ptr(const struct pl_target *t, const struct mmp_pt *pt, uint64_t va)
+{
+    unsigned gs = gshift(t), bpl = gs - 3;
+    unsigned levels = (t->cfg.va_bits - gs + bpl - 1) / bpl;
+    uint64_t *tbl = (uint64_t *)(uintptr_t)mmp_pt_root(pt);
+    for (unsigned d = 0; d < levels; d++) {
+        unsigned shift = gs + bpl * (levels - 1 - d);
+        unsigned bits = d == 0 ? t->cfg.va_bits - shift : bpl;
+        uint64_t *ent = &tbl[(va >> shift) & ((1ull << bits) - 1)];
+        if (!(*ent & 1))
+            return 0;
+        if (d + 1 == levels || (*ent & 3) == 1)
+            return ent;
+        tbl = (uint64_t *)(uintptr_t)(*ent & PA_BITS & ~((1ull << gs) - 1));
+    }
+    return 0;
+}
+
+/* Clear AF (bit 10): mmp_pt_lookup does not decode it, the MMU faults. */
+void pl_arch_flip(const struct pl_target *t, uint64_t *desc)
+{
+    (void)t;
+    *desc &= ~(1ull << 10);
+    mmp_arch_tlbi_el1_all();
+}
+
+uint64_t pl_arch_now_us(void)
+{
+    uint64_t f = pl_read_sysreg(cntfrq_el0);
+    return f ? pl_read_sysreg(cntvct_el0) * 1000000 / f : 0;
+}

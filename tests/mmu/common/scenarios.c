@@ -1,0 +1,675 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Page-table scenarios, the same on every architecture. For each table
+ * configuration the CPU supports: build a table with mmport (the payload
+ * identity-maps itself through it), load it into the MMU, then map, unmap
+ * and protect in a scenario window while the table is live. After every
+ * operation, addresses around the change are checked three ways:
+ *   the scenario's own model of what was asked for,
+ *   mmp_pt_lookup() (and mmp_pt_walk()),
+ *   the MMU (arch hook: AT + PAR_EL1 and real accesses on arm64, real
+ *   accesses with a #PF handler on x86-64).
+ * All three must agree. The tables are live, so a missing or misplaced
+ * TLB flush shows up as a stale translation.
+ */
+#include "mmu.h"
+
+extern char __image_start[], __image_end[], __arena_start[], __arena_end[];
+
+/* ---- table memory: a bitmap allocator over the arena, 4 KiB units ---- */
+
+#define UNIT 4096u
+#define ARENA_UNITS 4096u /* 16 MiB, the arena in link.ld */
+static uint8_t arena_used[ARENA_UNITS];
+static unsigned arena_pages;
+static int arena_fail_countdown = -1; /* >= 0: fail the n-th next allocation */
+
+static void *pl_alloc_table(void *ctx, size_t bytes, uint64_t *pa)
+{
+    (void)ctx;
+    uint64_t base = (uint64_t)(uintptr_t)__arena_start;
+    unsigned n = (unsigned)((bytes + UNIT - 1) / UNIT);
+    if (arena_fail_countdown >= 0 && arena_fail_countdown-- == 0)
+        return 0;
+    for (unsigned i = 0; i + n <= ARENA_UNITS; i++) {
+        uint64_t a = base + (uint64_t)i * UNIT;
+        if (a & (bytes - 1))
+            continue;
+        unsigned j = 0;
+        while (j < n && !arena_used[i + j])
+            j++;
+        if (j < n)
+            continue;
+        for (j = 0; j < n; j++)
+            arena_used[i + j] = 1;
+        arena_pages++;
+        /* Poison: a descriptor the engine failed to clear looks valid. */
+        memset((void *)(uintptr_t)a, 0xa5, bytes);
+        *pa = a;
+        return (void *)(uintptr_t)a;
+    }
+    return 0;
+}
+
+static void pl_free_table(void *ctx, void *va, uint64_t pa, size_t bytes)
+{
+    (void)ctx;
+    (void)va;
+    unsigned i = (unsigned)((pa - (uint64_t)(uintptr_t)__arena_start) / UNIT);
+    for (unsigned j = 0; j < (bytes + UNIT - 1) / UNIT; j++)
+        arena_used[i + j] = 0;
+    arena_pages--;
+}
+
+static void *pl_phys_to_virt(void *ctx, uint64_t pa)
+{
+    (void)ctx;
+    return (void *)(uintptr_t)pa;
+}
+
+/* ---- the model: sorted, non-overlapping extents ---- */
+
+struct ext {
+    uint64_t va, pa, size;
+    uint32_t attrs;
+};
+#define MAXEXT 1024
+static struct ext model[MAXEXT];
+static unsigned nmodel;
+
+static void model_clear(void)
+{
+    nmodel = 0;
+}
+
+static int model_find(uint64_t va, struct pl_expect *e)
+{
+    for (unsigned i = 0; i < nmodel; i++) {
+        if (va >= model[i].va && va - model[i].va < model[i].size) {
+            e->mapped = 1;
+            e->pa = model[i].pa + (va - model[i].va);
+            e->attrs = model[i].attrs;
+            return 1;
+        }
+    }
+    e->mapped = 0;
+    e->pa = 0;
+    e->attrs = 0;
+    return 0;
+}
+
+static int model_overlaps(uint64_t va, uint64_t size)
+{
+    for (unsigned i = 0; i < nmodel; i++)
+        if (model[i].va < va + size && va < model[i].va + model[i].size)
+            return 1;
+    return 0;
+}
+
+static void model_insert_at(unsigned i, const struct ext *x)
+{
+    memmove(&model[i + 1], &model[i], (nmodel - i) * sizeof(model[0]));
+    model[i] = *x;
+    nmodel++;
+}
+
+/* Split the extent containing @p va (if any) so an extent starts at va. */
+static void model_split(uint64_t va)
+{
+    for (unsigned i = 0; i < nmodel; i++) {
+        struct ext *x = &model[i];
+        if (va > x->va && va < x->va + x->size) {
+            struct ext hi = *x;
+            hi.va = va;
+            hi.pa = x->pa + (va - x->va);
+            hi.size = x->size - (va - x->va);
+            x->size = va - x->va;
+            model_insert_at(i + 1, &hi);
+            return;
+        }
+    }
+}
+
+static void model_unmap(uint64_t va, uint64_t size)
+{
+    model_split(va);
+    model_split(va + size);
+    unsigned j = 0;
+    for (unsigned i = 0; i < nmodel; i++)
+        if (!(model[i].va >= va && model[i].va < va + size))
+            model[j++] = model[i];
+    nmodel = j;
+}
+
+static int model_map(uint64_t va, uint64_t pa, uint64_t size, uint32_t attrs)
+{
+    model_unmap(va, size);
+    if (nmodel >= MAXEXT)
+        return -1;
+    unsigned i = 0;
+    while (i < nmodel && model[i].va < va)
+        i++;
+    struct ext x = { va, pa, size, attrs };
+    model_insert_at(i, &x);
+    return 0;
+}
+
+static void model_protect(uint64_t va, uint64_t size, uint32_t attrs)
+{
+    model_split(va);
+    model_split(va + size);
+    for (unsigned i = 0; i < nmodel; i++)
+        if (model[i].va >= va && model[i].va < va + size)
+            model[i].attrs = attrs;
+}
+
+/* ---- checking ---- */
+
+static const struct pl_target *cur;
+static uint64_t gran;
+static unsigned mismatches; /* in the current scenario */
+#define MAX_REPORTS 8
+
+static void mismatch(uint64_t va, const char *what, uint64_t want, uint64_t got)
+{
+    if (mismatches++ < MAX_REPORTS)
+        pl_printf("  mismatch at %lx: %s: want %lx, got %lx\n", va, what, want, got);
+}
+
+static int in_scratch(uint64_t pa, uint64_t len)
+{
+    return pa >= pl_scratch_lo && pa + len <= pl_scratch_hi;
+}
+
+/* One address, three ways. */
+static void check_va(const struct mmp_pt *pt, uint64_t va)
+{
+    struct pl_expect e;
+    struct mmp_pt_leaf leaf;
+    model_find(va, &e);
+    int rc = mmp_pt_lookup(pt, va, &leaf);
+    if (!e.mapped) {
+        if (rc != -MMP_ENOENT)
+            mismatch(va, "lookup of an unmapped VA (rc)", (uint64_t)-MMP_ENOENT, (uint64_t)rc);
+    } else if (rc != 0) {
+        mismatch(va, "lookup of a mapped VA (rc)", 0, (uint64_t)rc);
+    } else {
+        uint64_t pa = leaf.pa + (va - leaf.va);
+        if (pa != e.pa)
+            mismatch(va, "lookup PA", e.pa, pa);
+        if (leaf.attrs != e.attrs)
+            mismatch(va, "lookup attrs", e.attrs, leaf.attrs);
+        if (va < leaf.va || va - leaf.va >= leaf.size)
+            mismatch(va, "lookup leaf does not cover the VA", va, leaf.va);
+        e.desc = leaf.desc;
+        e.leaf_size = leaf.size;
+    }
+    if (!e.mapped || rc)
+        e.desc = e.leaf_size = 0;
+    int real = !e.mapped || in_scratch(e.pa & ~(gran - 1), gran);
+    if (pl_arch_check(cur, va, &e, real))
+        mismatches++;
+}
+
+struct walk_ctx {
+    const struct mmp_pt *pt;
+    uint64_t lo, hi;
+    unsigned leaves;
+};
+
+/* Every leaf the engine reports must lie inside one model extent. */
+static int walk_leaf(void *arg, const struct mmp_pt_leaf *l)
+{
+    struct walk_ctx *w = arg;
+    struct pl_expect e;
+    w->leaves++;
+    uint64_t lo = l->va > w->lo ? l->va : w->lo;
+    uint64_t hi = l->va + l->size < w->hi ? l->va + l->size : w->hi;
+    if (!model_find(lo, &e) || e.pa != l->pa + (lo - l->va) || e.attrs != l->attrs)
+        mismatch(lo, "walk leaf disagrees with the model (leaf va)", e.pa, l->va);
+    /* The MMU sees the first leaves and a sample of the rest (a split block
+     * has thousands; the model already covers each one above). */
+    if (w->leaves <= 16 || pl_rand_below(32) == 0) {
+        check_va(w->pt, lo);
+        check_va(w->pt, hi - gran);
+    }
+    return 0;
+}
+
+/* Check [lo, hi): the edges, every model extent and gap, every engine leaf. */
+static void verify(const struct mmp_pt *pt, uint64_t lo, uint64_t hi)
+{
+    lo &= ~(gran - 1);
+    hi = (hi + gran - 1) & ~(gran - 1);
+    check_va(pt, lo);
+    check_va(pt, hi - gran);
+    uint64_t prev = lo;
+    for (unsigned i = 0; i < nmodel; i++) {
+        const struct ext *x = &model[i];
+        if (x->va + x->size <= lo || x->va >= hi)
+            continue;
+        uint64_t a = x->va > lo ? x->va : lo;
+        uint64_t b = x->va + x->size < hi ? x->va + x->size : hi;
+        if (a > prev) { /* a gap before this extent */
+            check_va(pt, prev);
+            check_va(pt, a - gran);
+        }
+        check_va(pt, a);
+        check_va(pt, b - gran);
+        /* somewhere inside, at a random 8-byte offset */
+        uint64_t off = pl_rand_below((b - a) / 8) * 8;
+        check_va(pt, a + off);
+        prev = b;
+    }
+    if (prev < hi) {
+        check_va(pt, prev);
+        check_va(pt, prev + ((hi - prev) / 2 & ~(gran - 1)));
+    }
+    struct walk_ctx w = { pt, lo, hi, 0 };
+    int rc = mmp_pt_walk(pt, lo, hi - lo, walk_leaf, &w);
+    if (rc)
+        mismatch(lo, "walk rc", 0, (uint64_t)rc);
+}
+
+static uint64_t t_scenario;
+
+static void scenario_begin(void)
+{
+    mismatches = 0;
+    t_scenario = pl_arch_now_us();
+}
+
+__attribute__((format(printf, 1, 2))) static void scenario_end(const char *fmt, ...)
+{
+    char name[160];
+    va_list ap;
+    va_start(ap, fmt);
+    pl_vsnprintf(name, sizeof(name), fmt, ap);
+    va_end(ap);
+    pl_result(mismatches == 0, "%s: %s (%lu ms)", cur->name, name,
+              (pl_arch_now_us() - t_scenario) / 1000);
+}
+
+/* ---- operations: engine + model ---- */
+
+static int op_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t size, uint32_t attrs,
+                  uint32_t flags)
+{
+    int overl = model_overlaps(va, size);
+    int rc = mmp_pt_map(pt, va, pa, size, attrs, flags);
+    int want = overl && !(flags & MMP_MAP_REPLACE) ? -MMP_EEXIST : 0;
+    if (rc != want) {
+        mismatch(va, "mmp_pt_map rc", (uint64_t)want, (uint64_t)rc);
+        return rc;
+    }
+    if (rc == 0 && model_map(va, pa, size, attrs)) {
+        mismatch(va, "model full", 0, 0);
+        return -1;
+    }
+    return rc;
+}
+
+static int op_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size)
+{
+    int rc = mmp_pt_unmap(pt, va, size);
+    if (rc)
+        mismatch(va, "mmp_pt_unmap rc", 0, (uint64_t)rc);
+    else
+        model_unmap(va, size);
+    return rc;
+}
+
+static int op_protect(struct mmp_pt *pt, uint64_t va, uint64_t size, uint32_t attrs)
+{
+    int rc = mmp_pt_protect(pt, va, size, attrs);
+    if (rc)
+        mismatch(va, "mmp_pt_protect rc", 0, (uint64_t)rc);
+    else
+        model_protect(va, size, attrs);
+    return rc;
+}
+
+/* ---- geometry of the target ---- */
+
+/* Leaf sizes of the format, smallest first: page, contiguous run of pages,
+ * block, contiguous run of blocks, bigger block. */
+struct sizes {
+    uint64_t page, cont_page, block, cont_block, big_block;
+};
+
+static struct sizes target_sizes(const struct pl_target *t)
+{
+    struct sizes s = { 0, 0, 0, 0, 0 };
+    s.page = t->cfg.granule;
+    if (t->cfg.format == MMP_PT_X86_64) {
+        s.block = 2ull << 20;
+        s.big_block = t->max_leaf >= (1ull << 30) ? 1ull << 30 : 0;
+        return s;
+    }
+    switch (t->cfg.granule) {
+    case 4096:
+        s.cont_page = 64u << 10;
+        s.block = 2ull << 20;
+        s.cont_block = 32ull << 20;
+        s.big_block = 1ull << 30;
+        break;
+    case 16384:
+        s.cont_page = 2ull << 20;
+        s.block = 32ull << 20;
+        s.cont_block = 1ull << 30;
+        break;
+    default:
+        s.cont_page = 2ull << 20;
+        s.block = 512ull << 20;
+        s.cont_block = 16ull << 30;
+        break;
+    }
+    return s;
+}
+
+#define RW (MMP_PROT_READ | MMP_PROT_WRITE)
+#define RO MMP_PROT_READ
+
+/* ---- scenarios ---- */
+
+/* One mapping of each leaf kind; lookup must report the kind and size. */
+static void sc_leaf_kinds(struct mmp_pt *pt)
+{
+    struct sizes s = target_sizes(cur);
+    struct {
+        uint64_t size;
+        uint8_t kind;
+        const char *what;
+    } k[] = {
+        { s.page, MMP_LEAF_PAGE, "page" },
+        { s.cont_page, MMP_LEAF_CONT, "contiguous pages" },
+        { s.block, MMP_LEAF_BLOCK, "block" },
+        { s.cont_block, MMP_LEAF_CONT, "contiguous blocks" },
+        { s.big_block, MMP_LEAF_BLOCK, "large block" },
+    };
+    uint64_t va = cur->window;
+    uint64_t pa = pl_scratch_lo;
+    for (unsigned i = 0; i < PL_ARRAY_SIZE(k); i++) {
+        if (!k[i].size)
+            continue;
+        scenario_begin();
+        uint64_t sz = k[i].size;
+        va = (va + sz - 1) & ~(sz - 1);
+        uint64_t p = (pa + sz - 1) & ~(sz - 1);
+        if (op_map(pt, va, p, sz, RW | MMP_PROT_EXEC, 0) == 0) {
+#ifdef MMP_TEST_FLIP_ATTR_BIT
+            uint64_t *d = pl_arch_desc_ptr(cur, pt, va);
+            if (d)
+                pl_arch_flip(cur, d);
+#endif
+            struct mmp_pt_leaf l;
+            if (mmp_pt_lookup(pt, va + sz / 2, &l) == 0) {
+                uint64_t leaf_sz = k[i].kind == MMP_LEAF_CONT ? sz / 2 : sz;
+                if (l.kind != k[i].kind)
+                    mismatch(va, "leaf kind", k[i].kind, l.kind);
+                if (k[i].kind == MMP_LEAF_CONT ? l.size >= sz : l.size != leaf_sz)
+                    mismatch(va, "leaf size", leaf_sz, l.size);
+            }
+            verify(pt, va - s.page, va + sz + s.page);
+            op_unmap(pt, va, sz);
+            verify(pt, va, va + sz);
+        }
+        scenario_end("%s", k[i].what);
+        va += 2 * sz;
+    }
+}
+
+/*
+ * Split a block / contiguous run by unmapping or protecting one granule in
+ * its middle, then re-protect and remap it whole (the engine may fold).
+ */
+static void sc_split(struct mmp_pt *pt, uint64_t sz, const char *what, uint64_t va)
+{
+    if (!sz)
+        return;
+    uint64_t pa = (pl_scratch_lo + sz - 1) & ~(sz - 1);
+    va = (va + sz - 1) & ~(sz - 1);
+    uint64_t mid = va + sz / 2 + gran;
+
+    scenario_begin();
+    if (op_map(pt, va, pa, sz, RW, 0) == 0) {
+        verify(pt, va, va + sz);
+        op_unmap(pt, mid, gran);
+        verify(pt, va, va + sz);
+        op_map(pt, mid, pa + (mid - va), gran, RW, 0);
+        verify(pt, va, va + sz);
+        op_unmap(pt, va, sz);
+        verify(pt, va, va + sz);
+    }
+    scenario_end("unmap one granule inside %s", what);
+
+    scenario_begin();
+    if (op_map(pt, va, pa, sz, RW, 0) == 0) {
+        verify(pt, va, va + sz);
+        op_protect(pt, mid, gran, RO);
+        verify(pt, va, va + sz);
+        op_protect(pt, va, gran * 2, RO | MMP_PROT_EXEC);
+        verify(pt, va, va + sz);
+        op_protect(pt, va, sz, RW);
+        verify(pt, va, va + sz);
+        /* replace one granule with another frame */
+        op_map(pt, mid, pa + gran * 7, gran, RW, MMP_MAP_REPLACE);
+        verify(pt, va, va + sz);
+        op_unmap(pt, va, sz);
+        verify(pt, va, va + sz);
+    }
+    scenario_end("protect and replace one granule inside %s", what);
+}
+
+/* Permissions and memory types: every combination the API offers. */
+static void sc_attrs(struct mmp_pt *pt)
+{
+    static const uint32_t prot[] = {
+        RO, RW, RO | MMP_PROT_EXEC, RW | MMP_PROT_EXEC, RO | MMP_PROT_USER,
+        RW | MMP_PROT_USER, RO | MMP_PROT_USER | MMP_PROT_EXEC, RW | MMP_PROT_GLOBAL,
+        RO | MMP_PROT_EXEC | MMP_PROT_GLOBAL,
+    };
+    static const uint32_t mem[] = { MMP_MEM_NORMAL_WB, MMP_MEM_NORMAL_NC, MMP_MEM_DEVICE };
+    scenario_begin();
+    uint64_t va = cur->window;
+    for (unsigned m = 0; m < PL_ARRAY_SIZE(mem); m++) {
+        for (unsigned p = 0; p < PL_ARRAY_SIZE(prot); p++) {
+            uint64_t pa = pl_scratch_lo + (m * 16 + p) * gran;
+            op_map(pt, va, pa, gran, prot[p] | mem[m], 0);
+            verify(pt, va, va + gran);
+            va += 2 * gran;
+        }
+    }
+    /* change every one of them to the next combination in place */
+    va = cur->window;
+    for (unsigned m = 0; m < PL_ARRAY_SIZE(mem); m++) {
+        for (unsigned p = 0; p < PL_ARRAY_SIZE(prot); p++) {
+            uint32_t a = prot[(p + 1) % PL_ARRAY_SIZE(prot)] | mem[(m + 1) % PL_ARRAY_SIZE(mem)];
+            op_protect(pt, va, gran, a);
+            verify(pt, va - gran, va + 2 * gran);
+            va += 2 * gran;
+        }
+    }
+    op_unmap(pt, cur->window, va - cur->window);
+    verify(pt, cur->window, va);
+    scenario_end("permissions and memory types");
+}
+
+/* Single pages scattered over the whole input-address range. */
+static void sc_sparse(struct mmp_pt *pt)
+{
+    uint64_t span = 1ull << cur->cfg.va_bits;
+    uint64_t img_lo = (uint64_t)(uintptr_t)__image_start, img_hi = pl_scratch_hi;
+    uint64_t vas[24];
+    unsigned n = 0;
+    scenario_begin();
+    if (cur->far_va)
+        vas[n++] = cur->far_va;
+    while (n < PL_ARRAY_SIZE(vas)) {
+        uint64_t va = pl_rand_below(span) & ~(gran - 1);
+        if (va < img_hi && va + gran > img_lo / 2)
+            continue; /* keep clear of the identity map */
+        if (cur->cfg.format == MMP_PT_X86_64 && (va >> (cur->cfg.va_bits - 1)))
+            va |= ~(span - 1); /* canonical upper half */
+        if (model_overlaps(va, gran))
+            continue;
+        vas[n++] = va;
+        op_map(pt, va, pl_scratch_lo + n * gran, gran, RW, 0);
+    }
+    for (unsigned i = 0; i < n; i++)
+        verify(pt, vas[i] - gran, vas[i] + 2 * gran);
+    for (unsigned i = 0; i < n; i++) {
+        op_unmap(pt, vas[i], gran);
+        verify(pt, vas[i], vas[i] + gran);
+    }
+    scenario_end("pages scattered over the whole VA range");
+}
+
+/* A seeded random sequence of map / replace / unmap / protect. */
+static uint64_t rnd(uint64_t *state, uint64_t n)
+{
+    return n ? pl_rand_r(state) % n : 0;
+}
+
+static void sc_random(struct mmp_pt *pt, uint64_t seed, unsigned nops)
+{
+    struct sizes s = target_sizes(cur);
+    uint64_t units[5] = { s.page, s.cont_page, s.block, s.cont_block, s.big_block };
+    uint64_t maxu = s.page;
+    for (unsigned i = 0; i < 5; i++)
+        if (units[i] > maxu && units[i] <= (4ull << 30))
+            maxu = units[i];
+    uint64_t win = 4 * maxu; /* room for several of the largest leaves */
+    static const uint32_t attrs[] = {
+        RW, RO, RW | MMP_PROT_EXEC, RW | MMP_PROT_USER, RW | MMP_MEM_NORMAL_NC,
+        RO | MMP_MEM_DEVICE, RW | MMP_PROT_GLOBAL,
+    };
+    unsigned counts[4] = { 0, 0, 0, 0 };
+    uint64_t rs = seed; /* the operations' own stream: checks draw from pl_rand() */
+    scenario_begin();
+    for (unsigned i = 0; i < nops && mismatches < MAX_REPORTS; i++) {
+        /* size class weighted to small leaves, 1..3 units, sometimes ragged */
+        unsigned c = (unsigned)rnd(&rs, 10);
+        c = c < 4 ? 0 : c < 6 ? 1 : c < 8 ? 2 : c < 9 ? 3 : 4;
+        while (!units[c] || units[c] > maxu)
+            c--;
+        uint64_t u = units[c];
+        uint64_t size = u * (1 + rnd(&rs, 3));
+        uint64_t off = rnd(&rs, win / u) * u;
+        if (rnd(&rs, 4) == 0) { /* ragged: shift by some granules */
+            off += rnd(&rs, 8) * gran;
+            size += rnd(&rs, 8) * gran;
+        }
+        if (off + size > win)
+            size = win - off;
+        if (!size)
+            continue;
+        uint64_t va = cur->window + off;
+        /* PA congruent to the VA modulo the largest leaf, so blocks happen,
+         * and inside scratch RAM where it can, so real accesses run */
+        uint64_t pa = pl_scratch_lo + off % maxu;
+        uint32_t a = attrs[rnd(&rs, PL_ARRAY_SIZE(attrs))];
+        unsigned op = (unsigned)rnd(&rs, 8);
+        if (op < 3) {
+            op_map(pt, va, pa, size, a, 0);
+            counts[0]++;
+        } else if (op < 5) {
+            op_map(pt, va, pa, size, a, MMP_MAP_REPLACE);
+            counts[1]++;
+        } else if (op < 7) {
+            op_unmap(pt, va, size);
+            counts[2]++;
+        } else {
+            op_protect(pt, va, size, a);
+            counts[3]++;
+        }
+        verify(pt, va - gran, va + size + gran);
+    }
+    verify(pt, cur->window, cur->window + win);
+    op_unmap(pt, cur->window, win);
+    verify(pt, cur->window, cur->window + win);
+    scenario_end("random sequence, seed %lx: %u ops (%u map, %u replace, %u unmap, %u protect)",
+                 seed, nops, counts[0], counts[1], counts[2], counts[3]);
+}
+
+/* A failed map (no table memory) must change nothing. */
+static void sc_enomem(struct mmp_pt *pt)
+{
+    struct sizes s = target_sizes(cur);
+    scenario_begin();
+    uint64_t va = cur->window + s.block + gran; /* needs new tables at the last levels */
+    uint64_t pa = pl_scratch_lo;
+    op_map(pt, va - gran, pa, gran, RW, 0);
+    verify(pt, va - gran, va + 4 * gran);
+    arena_fail_countdown = 0;
+    int rc = mmp_pt_map(pt, cur->window + 64 * s.block + gran, pa, gran * 3, RW, 0);
+    arena_fail_countdown = -1;
+    if (rc != -MMP_ENOMEM)
+        mismatch(va, "map without table memory (rc)", (uint64_t)-MMP_ENOMEM, (uint64_t)rc);
+    verify(pt, cur->window + 64 * s.block, cur->window + 64 * s.block + 4 * gran);
+    verify(pt, va - gran, va + 4 * gran);
+    op_unmap(pt, va - gran, gran);
+    scenario_end("a map that runs out of table memory changes nothing");
+}
+
+static void run_target(const struct pl_target *t, unsigned idx)
+{
+    struct mmp_pt pt;
+    struct mmp_pt_ops ops = { pl_alloc_table, pl_free_table, pl_phys_to_virt, pl_arch_tlb_flush,
+                              (void *)(uintptr_t)t };
+    cur = t;
+    gran = t->cfg.granule;
+    model_clear();
+    pl_printf("== %s\n", t->name);
+    unsigned pages0 = arena_pages;
+    int rc = mmp_pt_init(&pt, &t->cfg, &ops);
+    if (rc) {
+        pl_result(0, "%s: mmp_pt_init (rc %d)", t->name, rc);
+        return;
+    }
+    /* identity map: the payload image, then the arch's devices and scratch RAM */
+    uint64_t lo = (uint64_t)(uintptr_t)__image_start & ~(gran - 1);
+    uint64_t hi = ((uint64_t)(uintptr_t)__image_end + gran - 1) & ~(gran - 1);
+    scenario_begin();
+    op_map(&pt, lo, lo, hi - lo, RW | MMP_PROT_EXEC | MMP_PROT_GLOBAL, 0);
+    for (unsigned i = 0; i < pl_arch_nident; i++)
+        op_map(&pt, pl_arch_ident[i].pa, pl_arch_ident[i].pa, pl_arch_ident[i].size,
+               pl_arch_ident[i].attrs, 0);
+    if (mismatches || pl_arch_activate(t, &pt)) {
+        pl_result(0, "%s: identity map and MMU switch", t->name);
+        mmp_pt_fini(&pt);
+        return;
+    }
+    verify(&pt, lo, hi);
+    pl_result(mismatches == 0, "%s: payload runs on the mmport table (identity map checked)",
+              t->name);
+
+    struct sizes s = target_sizes(t);
+    sc_leaf_kinds(&pt);
+    sc_split(&pt, s.cont_page, "a contiguous run of pages", t->window);
+    sc_split(&pt, s.block, "a block", t->window);
+    sc_split(&pt, s.cont_block, "a contiguous run of blocks", t->window);
+    sc_split(&pt, s.big_block, "a large block", t->window);
+    sc_attrs(&pt);
+    sc_sparse(&pt);
+    sc_enomem(&pt);
+    sc_random(&pt, 0x6d6d7530 + idx, 300);
+
+    pl_arch_deactivate();
+    struct mmp_pt_stats st;
+    mmp_pt_stats(&pt, &st);
+    pl_printf("  stats: %lu entries written, %lu flushes, %lu barriers, %lu table pages\n",
+              st.entries_written, st.flushes, st.barriers, st.table_pages);
+    mmp_pt_fini(&pt);
+    pl_result(arena_pages == pages0, "%s: every table page is given back (%u left)", t->name,
+              arena_pages - pages0);
+}
+
+void pl_run_scenarios(void)
+{
+    static struct pl_target targets[12];
+    pl_srand(1);
+    int n = pl_arch_targets(targets, (int)PL_ARRAY_SIZE(targets));
+    for (int i = 0; i < n; i++)
+        run_target(&targets[i], (unsigned)i);
+}
