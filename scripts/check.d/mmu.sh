@@ -70,9 +70,11 @@ if want aarch64; then
     if ! command -v $A64 > /dev/null; then
         skip "mmu: aarch64: $A64 not installed"
     elif build aarch64; then
-        for cpu in cortex-a57 max; do
-            run "aarch64-$cpu" 0 $A64 -M virt -cpu $cpu -m 2G -nographic -semihosting \
-                -kernel $out/aarch64/payload.elf
+        # cortex-a57 entered at EL1; max entered at EL2 (virtualization=on),
+        # where the payload also tests stage 2 and the EL2 TLB helpers.
+        for m in cortex-a57:virt max:virt,virtualization=on; do
+            run "aarch64-${m%%:*}" 0 $A64 -M "${m#*:}" -cpu "${m%%:*}" -m 2G -nographic \
+                -semihosting -kernel $out/aarch64/payload.elf
         done
         if build aarch64 flip; then
             run_flip aarch64-flip 0 $A64 -M virt -cpu cortex-a57 -m 2G -nographic \

@@ -37,20 +37,28 @@ void pl_exit(int code)
 /* ---- exceptions ---- */
 
 static volatile int probe_armed;
-static volatile uint64_t probe_esr, probe_far;
+static volatile uint64_t probe_esr, probe_far, probe_hpfar;
+uint64_t pl_el2; /* set by start.S: we entered at EL2 and keep it as hypervisor */
+
+/* Record a probe's abort and resume: skip the load/store, or return from
+ * the branch whose target faulted. */
+static void probe_fault(struct pl_frame *f, int data)
+{
+    probe_esr = f->esr;
+    probe_far = f->far;
+    probe_armed = 0;
+    if (data)
+        f->elr += 4;
+    else
+        f->elr = f->x[30];
+}
 
 void pl_exception(struct pl_frame *f, uint64_t idx);
 void pl_exception(struct pl_frame *f, uint64_t idx)
 {
     uint64_t ec = ESR_EC(f->esr);
     if (probe_armed && idx == 4 && (ec == EC_DABT_CUR || ec == EC_IABT_CUR)) {
-        probe_esr = f->esr;
-        probe_far = f->far;
-        probe_armed = 0;
-        if (ec == EC_DABT_CUR)
-            f->elr += 4;      /* skip the faulting load/store */
-        else
-            f->elr = f->x[30]; /* the branch target faulted: return to caller */
+        probe_fault(f, ec == EC_DABT_CUR);
         return;
     }
     pl_printf("FAIL: unexpected exception %u: ESR %lx FAR %lx ELR %lx\n", (unsigned)idx,
@@ -58,48 +66,86 @@ void pl_exception(struct pl_frame *f, uint64_t idx)
     pl_exit(2);
 }
 
-int pl_probe_load(uint64_t va, struct pl_probe *p)
+/*
+ * EL2: HVC #0 runs x0(x1, x2, x3) at EL2 and returns its value in x0;
+ * stage-2 aborts of a probe (from EL1: vector 8) are recorded like EL1's,
+ * with HPFAR_EL2 (the faulting IPA).
+ */
+void pl_exception_el2(struct pl_frame *f, uint64_t idx);
+void pl_exception_el2(struct pl_frame *f, uint64_t idx)
 {
-    uint64_t v = 0;
-    probe_esr = 0;
-    probe_far = 0;
-    probe_armed = 1;
-    __asm__ volatile("ldr %0, [%1]" : "+r"(v) : "r"(va) : "memory");
-    probe_armed = 0;
-    p->esr = probe_esr;
-    p->far = probe_far;
-    p->value = v;
-    return p->esr ? -1 : 0;
+    uint64_t ec = ESR_EC(f->esr);
+    if (idx == 8 && ec == EC_HVC64) {
+        uint64_t (*fn)(uint64_t, uint64_t, uint64_t) =
+            (uint64_t(*)(uint64_t, uint64_t, uint64_t))(uintptr_t)f->x[0];
+        f->x[0] = fn(f->x[1], f->x[2], f->x[3]);
+        return;
+    }
+    if (probe_armed && idx == 8 && (ec == EC_DABT_LOW || ec == EC_IABT_LOW)) {
+        probe_hpfar = pl_read_sysreg(hpfar_el2);
+        probe_fault(f, ec == EC_DABT_LOW);
+        return;
+    }
+    if (probe_armed && idx == 4 && (ec == EC_DABT_CUR || ec == EC_IABT_CUR)) {
+        probe_fault(f, ec == EC_DABT_CUR); /* a probe run at EL2 itself */
+        return;
+    }
+    pl_printf("FAIL: unexpected exception at EL2 %u: ESR %lx FAR %lx ELR %lx\n",
+              (unsigned)idx, f->esr, f->far, f->elr);
+    pl_exit(2);
 }
 
-int pl_probe_store(uint64_t va, uint64_t value, struct pl_probe *p)
+uint64_t pl_el2_call(uint64_t (*fn)(uint64_t, uint64_t, uint64_t), uint64_t a, uint64_t b,
+                     uint64_t c)
 {
-    probe_esr = 0;
-    probe_far = 0;
+    register uint64_t x0 __asm__("x0") = (uint64_t)(uintptr_t)fn;
+    register uint64_t x1 __asm__("x1") = a;
+    register uint64_t x2 __asm__("x2") = b;
+    register uint64_t x3 __asm__("x3") = c;
+    __asm__ volatile("hvc #0" : "+r"(x0) : "r"(x1), "r"(x2), "r"(x3) : "memory");
+    return x0;
+}
+
+static void probe_begin(void)
+{
+    probe_esr = probe_far = probe_hpfar = 0;
     probe_armed = 1;
-    __asm__ volatile("str %0, [%1]" ::"r"(value), "r"(va) : "memory");
+}
+
+static int probe_end(struct pl_probe *p, uint64_t value)
+{
     probe_armed = 0;
     p->esr = probe_esr;
     p->far = probe_far;
+    p->hpfar = probe_hpfar;
     p->value = value;
     return p->esr ? -1 : 0;
 }
 
+int pl_probe_load(uint64_t va, struct pl_probe *p)
+{
+    uint64_t v = 0;
+    probe_begin();
+    __asm__ volatile("ldr %0, [%1]" : "+r"(v) : "r"(va) : "memory");
+    return probe_end(p, v);
+}
+
+int pl_probe_store(uint64_t va, uint64_t value, struct pl_probe *p)
+{
+    probe_begin();
+    __asm__ volatile("str %0, [%1]" ::"r"(value), "r"(va) : "memory");
+    return probe_end(p, value);
+}
+
 int pl_probe_exec(uint64_t va, struct pl_probe *p)
 {
-    probe_esr = 0;
-    probe_far = 0;
-    probe_armed = 1;
     /* Instruction fetch must see the `ret` written through the data side. */
     __asm__ volatile("dsb ish\n\tic ivau, %0\n\tdsb ish\n\tisb" ::"r"(va) : "memory");
+    probe_begin();
     __asm__ volatile("blr %0" ::"r"(va)
                      : "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10",
                        "x11", "x12", "x13", "x14", "x15", "x16", "x17", "x30", "memory");
-    probe_armed = 0;
-    p->esr = probe_esr;
-    p->far = probe_far;
-    p->value = 0;
-    return p->esr ? -1 : 0;
+    return probe_end(p, 0);
 }
 
 uint64_t pl_at(int write, int el0, uint64_t va)

@@ -22,6 +22,9 @@ struct pl_frame {
 #define ESR_EC(esr) (((esr) >> 26) & 0x3f)
 #define EC_IABT_CUR 0x21
 #define EC_DABT_CUR 0x25
+#define EC_IABT_LOW 0x20
+#define EC_DABT_LOW 0x24
+#define EC_HVC64 0x16
 #define ESR_WNR (1u << 6)
 #define ESR_FSC(esr) ((esr) & 0x3f)
 
@@ -39,7 +42,7 @@ void pl_mmu_switch(uint64_t mair, uint64_t tcr, uint64_t ttbr0, uint64_t sctlr);
  * Returns 0 when the access completed, else the ESR.
  */
 struct pl_probe {
-    uint64_t esr, far, value;
+    uint64_t esr, far, hpfar, value;
 };
 int pl_probe_load(uint64_t va, struct pl_probe *p);
 int pl_probe_store(uint64_t va, uint64_t value, struct pl_probe *p);
@@ -50,6 +53,12 @@ int pl_probe_exec(uint64_t va, struct pl_probe *p);
 uint64_t pl_at(int write, int el0, uint64_t va);
 
 extern uint64_t boot_l1[512];
+
+/* Non-zero when the payload entered at EL2 and keeps it as hypervisor. */
+extern uint64_t pl_el2;
+/* Run fn(a, b, c) at EL2 (HVC #0) and return its value. */
+uint64_t pl_el2_call(uint64_t (*fn)(uint64_t, uint64_t, uint64_t), uint64_t a, uint64_t b,
+                     uint64_t c);
 
 /* Boot identity map (4K granule, 39-bit VA, 1 GiB blocks). */
 void pl_boot_mmu(void);
