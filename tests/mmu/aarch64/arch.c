@@ -189,9 +189,11 @@ uint64_t pl_tcr_ips(void)
 void pl_boot_mmu(void)
 {
     /* L1 block descriptors: bits[1:0]=01, AttrIndx[4:2], SH[9:8]=11, AF[10]. */
-    for (uint64_t i = 0; i < 4; i++) {
+    /* Identity over the whole 39-bit VA space (EL1 reaches any IPA below
+     * 512 GiB for the stage-2 tests) except 256 GiB, kept as a hole. */
+    for (uint64_t i = 0; i < 512; i++) {
         uint64_t attr = i == 0 ? 2 : 0; /* first GiB: devices (UART at 0x09000000) */
-        boot_l1[i] = (i << 30) | 1 | (attr << 2) | (3u << 8) | (1u << 10);
+        boot_l1[i] = i == 256 ? 0 : (i << 30) | 1 | (attr << 2) | (3u << 8) | (1u << 10);
     }
     boot_l1[2] |= 1u << 11; /* nG: tagged with ASID 0, so ASIDE1IS applies */
     /* T0SZ=25 (39-bit VA, starts at L1), IRGN0/ORGN0=WBWA, SH0=inner, TG0=4K, EPD1. */

@@ -23,14 +23,17 @@ const unsigned pl_arch_nident = PL_ARRAY_SIZE(pl_arch_ident);
 const uint32_t pl_ret_insn = 0xd65f03c0u; /* ret */
 const unsigned pl_ret_insn_size = 4;
 
+#define F_S2 1u
+
 static void add(struct pl_target *t, int *n, int max, unsigned granule, unsigned va_bits,
                 const char *name)
 {
+    int s2 = name[6] == 'S'; /* "arm64 S2 ..." */
     if (*n >= max)
         return;
     struct pl_target *x = &t[(*n)++];
     pl_snprintf(x->name, sizeof(x->name), "%s", name);
-    x->cfg.format = MMP_PT_ARM64_S1;
+    x->cfg.format = s2 ? MMP_PT_ARM64_S2 : MMP_PT_ARM64_S1;
     x->cfg.granule = granule;
     x->cfg.va_bits = va_bits;
     x->cfg.pa_bits = 0;
@@ -38,7 +41,18 @@ static void add(struct pl_target *t, int *n, int max, unsigned granule, unsigned
     x->window = 0x4000000000ull; /* 256 GiB */
     x->far_va = (1ull << va_bits) - 4ull * granule;
     x->max_leaf = 1ull << 62;
+    x->sparse_span = 0;
+    x->prot_mask = MMP_PROT_MASK;
     x->arch_flags = 0;
+    if (s2) {
+        /* EL1 reaches an IPA through the boot map's 1 GiB identity blocks,
+         * which cover the 39-bit VA space except 256 GiB (kept as a hole). */
+        x->window = 0x2000000000ull; /* 128 GiB */
+        x->far_va = 0;
+        x->sparse_span = 1ull << 38;
+        x->prot_mask = MMP_PROT_READ | MMP_PROT_WRITE | MMP_PROT_EXEC;
+        x->arch_flags = F_S2;
+    }
 }
 
 int pl_arch_targets(struct pl_target *t, int max)
@@ -69,6 +83,22 @@ int pl_arch_targets(struct pl_target *t, int max)
         pl_skip("ID_AA64MMFR0_EL1.TGran64 = 0xf: the CPU has no 64K granule",
                 "arm64 64K granule");
     }
+    if (!pl_el2) {
+        pl_printf("note: entered at EL1: no stage-2 tables\n");
+        return n;
+    }
+    /* Stage 2 (VTTBR_EL2): IPA sizes with and without a concatenated root;
+     * the IPA may not exceed the PA size (TCR IPS). */
+    unsigned pa = (unsigned[]){ 32, 36, 40, 42, 44, 48 }[(pl_tcr_ips() >> 32) & 7];
+    if (tg4 != 0xf) {
+        add(t, &n, max, 4096, 40, "arm64 S2 4K granule, 40-bit IPA");
+        add(t, &n, max, 4096, pa, pa == 48 ? "arm64 S2 4K granule, 48-bit IPA"
+                                            : "arm64 S2 4K granule, 44-bit IPA");
+    }
+    if (tg16 != 0)
+        add(t, &n, max, 16384, 40, "arm64 S2 16K granule, 40-bit IPA");
+    if (tg64 != 0xf)
+        add(t, &n, max, 65536, 40, "arm64 S2 64K granule, 40-bit IPA");
     return n;
 }
 
@@ -77,8 +107,59 @@ static unsigned gshift(const struct pl_target *t)
     return t->cfg.granule == 4096 ? 12 : t->cfg.granule == 16384 ? 14 : 16;
 }
 
+static int stage2_on;
+
+/* Runs at EL2: load VTCR_EL2/VTTBR_EL2 and turn stage 2 on (or off). */
+static uint64_t el2_stage2(uint64_t vtcr, uint64_t vttbr, uint64_t on)
+{
+    uint64_t hcr = pl_read_sysreg(hcr_el2);
+    if (on) {
+        pl_write_sysreg(vtcr_el2, vtcr);
+        pl_write_sysreg(vttbr_el2, vttbr);
+    }
+    pl_write_sysreg(hcr_el2, on ? hcr | 1 : hcr & ~1ull); /* HCR_EL2.VM */
+    __asm__ volatile("isb" ::: "memory");
+    mmp_arch_tlbi_s12_all();
+    return 0;
+}
+
+static uint64_t el2_s2_flush(uint64_t ipa, uint64_t size, uint64_t how)
+{
+    if (how & MMP_FLUSH_ALL)
+        mmp_arch_tlbi_s12_all();
+    else
+        mmp_arch_tlbi_s2_range(ipa, size, (unsigned)(how >> 8), (how & MMP_FLUSH_LEAF) != 0);
+    return 0;
+}
+
+/* Runs at EL2: AT S12E1R / S12E1W, the full EL1&0 translation (D8.14). */
+static uint64_t el2_at(uint64_t va, uint64_t write, uint64_t c)
+{
+    (void)c;
+    if (write)
+        __asm__ volatile("at s12e1w, %0" ::"r"(va));
+    else
+        __asm__ volatile("at s12e1r, %0" ::"r"(va));
+    __asm__ volatile("isb" ::: "memory");
+    return pl_read_sysreg(par_el1);
+}
+
 int pl_arch_activate(const struct pl_target *t, const struct mmp_pt *pt)
 {
+    if (t->arch_flags & F_S2) {
+        struct mmp_pt_info info;
+        if (mmp_pt_info(pt, &info))
+            return -1;
+        /* VTCR_EL2 (D19.2.152): T0SZ, SL0 [7:6], IRGN0/ORGN0 WBWA, SH0 inner,
+         * TG0 [15:14], PS [18:16], RES1 bit 31. */
+        uint64_t tg0 = t->cfg.granule == 4096 ? 0 : t->cfg.granule == 65536 ? 1 : 2;
+        uint64_t vtcr = info.t0sz | ((uint64_t)info.sl0 << 6) | (1u << 8) | (1u << 10) |
+                        (3u << 12) | (tg0 << 14) | (((pl_tcr_ips() >> 32) & 7) << 16) |
+                        (1ull << 31);
+        pl_el2_call(el2_stage2, vtcr, mmp_pt_root(pt), 1);
+        stage2_on = 1;
+        return 0;
+    }
     /* TCR_EL1 (D19.2.139): T0SZ, IRGN0/ORGN0 = WBWA, SH0 = inner,
      * TG0 (4K 0b00, 64K 0b01, 16K 0b10), EPD1 (no TTBR1 walks) with a
      * valid TG1 (4K = 0b10), IPS. */
@@ -91,13 +172,18 @@ int pl_arch_activate(const struct pl_target *t, const struct mmp_pt *pt)
 
 void pl_arch_deactivate(void)
 {
+    if (stage2_on)
+        pl_el2_call(el2_stage2, 0, 0, 0);
+    stage2_on = 0;
     pl_boot_mmu_restore();
 }
 
 void pl_arch_tlb_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
 {
     const struct pl_target *t = ctx;
-    if (flags & MMP_FLUSH_ALL)
+    if (t->arch_flags & F_S2)
+        pl_el2_call(el2_s2_flush, va, size, flags | (uint64_t)gshift(t) << 8);
+    else if (flags & MMP_FLUSH_ALL)
         mmp_arch_tlbi_el1_all();
     else
         mmp_arch_tlbi_el1_range(va, size, gshift(t), 0, (flags & MMP_FLUSH_LEAF) != 0);
@@ -122,45 +208,59 @@ static int bad(uint64_t va, const char *what, uint64_t want, uint64_t got)
 
 static uint64_t token_seq;
 
+#define PAR_S (1ull << 9) /* the fault is a stage-2 fault */
+
+/* An abort of a probe: class, fault status (level ignored), address. */
+static int abort_is(const struct pl_probe *p, unsigned ec, unsigned fs, uint64_t far)
+{
+    return ESR_EC(p->esr) == ec && (ESR_FSC(p->esr) & 0x3c) == fs && p->far == far;
+}
+
 int pl_arch_check(const struct pl_target *t, uint64_t va, const struct pl_expect *e, int real)
 {
-    (void)t;
     struct pl_probe p;
-    uint64_t par = pl_at(0, 0, va);
+    int s2 = (t->arch_flags & F_S2) != 0;
+    /* Stage 2: the full translation at EL2; aborts are taken to EL2 ("lower EL"). */
+    uint64_t par = s2 ? pl_el2_call(el2_at, va, 0, 0) : pl_at(0, 0, va);
+    unsigned dabt = s2 ? EC_DABT_LOW : EC_DABT_CUR, iabt = s2 ? EC_IABT_LOW : EC_IABT_CUR;
+    uint64_t s_bit = s2 ? PAR_S : 0;
     if (!e->mapped) {
-        if (!(par & PAR_F) || PAR_FST(par) != FS_TRANS)
-            return bad(va, "AT S1E1R of an unmapped VA (PAR)", FS_TRANS, par);
+        if (!(par & PAR_F) || PAR_FST(par) != FS_TRANS || (par & PAR_S) != s_bit)
+            return bad(va, "AT of an unmapped VA (PAR)", FS_TRANS | s_bit, par);
         if (real) {
-            pl_probe_load(va, &p);
-            if (ESR_EC(p.esr) != EC_DABT_CUR || (ESR_FSC(p.esr) & 0x3c) != FS_TRANS ||
-                p.far != va)
+            pl_probe_load(va & ~7ull, &p);
+            if (!abort_is(&p, dabt, FS_TRANS, va & ~7ull))
                 return bad(va, "load from an unmapped VA (ESR)", FS_TRANS, p.esr);
+            if (s2 && p.hpfar != ((va >> 12) << 4))
+                return bad(va, "load from an unmapped IPA (HPFAR_EL2)", (va >> 12) << 4, p.hpfar);
         }
         return 0;
     }
     uint32_t a = e->attrs;
     unsigned mem = (a & MMP_MEM_MASK) >> 8;
     if (par & PAR_F)
-        return bad(va, "AT S1E1R of a mapped VA (PAR)", e->pa & PA_BITS, par);
+        return bad(va, "AT of a mapped VA (PAR)", e->pa & PA_BITS, par);
     if ((par & PA_BITS) != (e->pa & PA_BITS))
-        return bad(va, "AT S1E1R output address", e->pa & PA_BITS, par & PA_BITS);
+        return bad(va, "AT output address", e->pa & PA_BITS, par & PA_BITS);
+    /* Stage 1 of the boot map is Normal WB, so stage 2 decides the type. */
     if ((par >> 56) != mair_of_mem[mem])
-        return bad(va, "AT S1E1R memory attributes (PAR.ATTR)", mair_of_mem[mem], par >> 56);
+        return bad(va, "AT memory attributes (PAR.ATTR)", mair_of_mem[mem], par >> 56);
     if (mem == 0 && ((par >> 7) & 3) != 3)
-        return bad(va, "AT S1E1R shareability (PAR.SH)", 3, (par >> 7) & 3);
-    /* Permission checks: EL1 write, EL0 read, EL0 write. */
+        return bad(va, "AT shareability (PAR.SH)", 3, (par >> 7) & 3);
+    /* Permission checks: write; stage 1 also EL0 read and EL0 write. */
     const struct {
         int write, el0, allowed;
         const char *what;
     } at[] = {
-        { 1, 0, (a & MMP_PROT_WRITE) != 0, "AT S1E1W (PAR)" },
+        { 1, 0, (a & MMP_PROT_WRITE) != 0, "AT S1E1W / S12E1W (PAR)" },
         { 0, 1, (a & MMP_PROT_USER) != 0, "AT S1E0R (PAR)" },
         { 1, 1, (a & MMP_PROT_USER) && (a & MMP_PROT_WRITE), "AT S1E0W (PAR)" },
     };
-    for (unsigned i = 0; i < PL_ARRAY_SIZE(at); i++) {
-        par = pl_at(at[i].write, at[i].el0, va);
-        if (at[i].allowed ? (par & PAR_F) != 0 : (!(par & PAR_F) || PAR_FST(par) != FS_PERM))
-            return bad(va, at[i].what, at[i].allowed ? 0 : FS_PERM, par);
+    for (unsigned i = 0; i < (s2 ? 1u : PL_ARRAY_SIZE(at)); i++) {
+        par = s2 ? pl_el2_call(el2_at, va, 1, 0) : pl_at(at[i].write, at[i].el0, va);
+        if (at[i].allowed ? (par & PAR_F) != 0
+                          : (!(par & PAR_F) || PAR_FST(par) != FS_PERM || (par & PAR_S) != s_bit))
+            return bad(va, at[i].what, at[i].allowed ? 0 : FS_PERM | s_bit, par);
     }
     if (!real)
         return 0;
@@ -179,8 +279,7 @@ int pl_arch_check(const struct pl_target *t, uint64_t va, const struct pl_expect
                        p.esr ? p.esr : *phys);
     } else {
         pl_probe_store(v8, ~tok, &p);
-        if (ESR_EC(p.esr) != EC_DABT_CUR || (ESR_FSC(p.esr) & 0x3c) != FS_PERM ||
-            !(p.esr & ESR_WNR) || p.far != v8 || *phys != tok)
+        if (!abort_is(&p, dabt, FS_PERM, v8) || !(p.esr & ESR_WNR) || *phys != tok)
             return bad(va, "store to a read-only VA (ESR)", FS_PERM, p.esr);
     }
     if (mem != 0)
@@ -188,12 +287,11 @@ int pl_arch_check(const struct pl_target *t, uint64_t va, const struct pl_expect
     uint64_t v4 = va & ~3ull;
     *(volatile uint32_t *)(uintptr_t)(e->pa & ~3ull) = pl_ret_insn;
     pl_probe_exec(v4, &p);
-    /* EL1 executes what is EXEC and not EL0-accessible (USER is PXN). */
+    /* EL1 executes what is EXEC and, at stage 1, not EL0-accessible (USER is PXN). */
     if ((a & MMP_PROT_EXEC) && !(a & MMP_PROT_USER)) {
         if (p.esr)
             return bad(va, "execute from an executable VA (ESR)", 0, p.esr);
-    } else if (ESR_EC(p.esr) != EC_IABT_CUR || (ESR_FSC(p.esr) & 0x3c) != FS_PERM ||
-               p.far != v4) {
+    } else if (!abort_is(&p, iabt, FS_PERM, v4)) {
         return bad(va, "execute from a non-executable VA (ESR)", FS_PERM, p.esr);
     }
     return 0;

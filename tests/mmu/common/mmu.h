@@ -19,6 +19,8 @@ struct pl_target {
     uint64_t window;    /* base VA of the scenario window (free, in range) */
     uint64_t far_va;    /* a far VA only this configuration can reach, or 0 */
     uint64_t max_leaf;  /* largest leaf the CPU walks (x86 without 1 GiB pages) */
+    uint64_t sparse_span; /* scattered pages stay below this input address (0: va_bits) */
+    uint32_t prot_mask; /* MMP_PROT_* bits the format takes */
     uint32_t arch_flags;
 };
 

@@ -292,6 +292,12 @@ __attribute__((format(printf, 1, 2))) static void scenario_end(const char *fmt, 
 
 /* ---- operations: engine + model ---- */
 
+/* Drop the permission bits the format has no place for (stage 2: USER, GLOBAL). */
+static uint32_t fit(uint32_t attrs)
+{
+    return attrs & (cur->prot_mask | MMP_MEM_MASK);
+}
+
 static int op_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t size, uint32_t attrs,
                   uint32_t flags)
 {
@@ -475,7 +481,7 @@ static void sc_attrs(struct mmp_pt *pt)
     for (unsigned m = 0; m < PL_ARRAY_SIZE(mem); m++) {
         for (unsigned p = 0; p < PL_ARRAY_SIZE(prot); p++) {
             uint64_t pa = pl_scratch_lo + (m * 16 + p) * gran;
-            op_map(pt, va, pa, gran, prot[p] | mem[m], 0);
+            op_map(pt, va, pa, gran, fit(prot[p] | mem[m]), 0);
             verify(pt, va, va + gran);
             va += 2 * gran;
         }
@@ -485,7 +491,7 @@ static void sc_attrs(struct mmp_pt *pt)
     for (unsigned m = 0; m < PL_ARRAY_SIZE(mem); m++) {
         for (unsigned p = 0; p < PL_ARRAY_SIZE(prot); p++) {
             uint32_t a = prot[(p + 1) % PL_ARRAY_SIZE(prot)] | mem[(m + 1) % PL_ARRAY_SIZE(mem)];
-            op_protect(pt, va, gran, a);
+            op_protect(pt, va, gran, fit(a));
             verify(pt, va - gran, va + 2 * gran);
             va += 2 * gran;
         }
@@ -498,17 +504,19 @@ static void sc_attrs(struct mmp_pt *pt)
 /* Single pages scattered over the whole input-address range. */
 static void sc_sparse(struct mmp_pt *pt)
 {
-    uint64_t span = 1ull << cur->cfg.va_bits;
-    uint64_t img_lo = (uint64_t)(uintptr_t)__image_start, img_hi = pl_scratch_hi;
+    uint64_t span = cur->sparse_span ? cur->sparse_span : 1ull << cur->cfg.va_bits;
+    uint64_t img_hi = pl_scratch_hi;
     uint64_t vas[24];
     unsigned n = 0;
     scenario_begin();
-    if (cur->far_va)
+    if (cur->far_va) {
         vas[n++] = cur->far_va;
+        op_map(pt, cur->far_va, pl_scratch_lo, gran, RW, 0);
+    }
     while (n < PL_ARRAY_SIZE(vas)) {
         uint64_t va = pl_rand_below(span) & ~(gran - 1);
-        if (va < img_hi && va + gran > img_lo / 2)
-            continue; /* keep clear of the identity map */
+        if (va < img_hi)
+            continue; /* keep clear of the identity map (and arm64's device GiB) */
         if (cur->cfg.format == MMP_PT_X86_64 && (va >> (cur->cfg.va_bits - 1)))
             va |= ~(span - 1); /* canonical upper half */
         if (model_overlaps(va, gran))
@@ -568,7 +576,7 @@ static void sc_random(struct mmp_pt *pt, uint64_t seed, unsigned nops)
         /* PA congruent to the VA modulo the largest leaf, so blocks happen,
          * and inside scratch RAM where it can, so real accesses run */
         uint64_t pa = pl_scratch_lo + off % maxu;
-        uint32_t a = attrs[rnd(&rs, PL_ARRAY_SIZE(attrs))];
+        uint32_t a = fit(attrs[rnd(&rs, PL_ARRAY_SIZE(attrs))]);
         unsigned op = (unsigned)rnd(&rs, 8);
         if (op < 3) {
             op_map(pt, va, pa, size, a, 0);
@@ -631,10 +639,10 @@ static void run_target(const struct pl_target *t, unsigned idx)
     uint64_t lo = (uint64_t)(uintptr_t)__image_start & ~(gran - 1);
     uint64_t hi = ((uint64_t)(uintptr_t)__image_end + gran - 1) & ~(gran - 1);
     scenario_begin();
-    op_map(&pt, lo, lo, hi - lo, RW | MMP_PROT_EXEC | MMP_PROT_GLOBAL, 0);
+    op_map(&pt, lo, lo, hi - lo, fit(RW | MMP_PROT_EXEC | MMP_PROT_GLOBAL), 0);
     for (unsigned i = 0; i < pl_arch_nident; i++)
         op_map(&pt, pl_arch_ident[i].pa, pl_arch_ident[i].pa, pl_arch_ident[i].size,
-               pl_arch_ident[i].attrs, 0);
+               fit(pl_arch_ident[i].attrs), 0);
     if (mismatches || pl_arch_activate(t, &pt)) {
         pl_result(0, "%s: identity map and MMU switch", t->name);
         mmp_pt_fini(&pt);

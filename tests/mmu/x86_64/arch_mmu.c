@@ -44,6 +44,8 @@ static void add(struct pl_target *t, int *n, unsigned va_bits, uint64_t max_leaf
     /* Upper canonical half; for 5-level one that 4-level cannot reach. */
     x->far_va = va_bits == 57 ? 0xff00000000200000ull : 0xffffff8000200000ull;
     x->max_leaf = max_leaf;
+    x->sparse_span = 0;
+    x->prot_mask = MMP_PROT_MASK;
     x->arch_flags = va_bits == 57 ? F_LA57 : 0;
 }
 
