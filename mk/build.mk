@@ -8,7 +8,7 @@ ARCH_DIR := $(if $(filter x86_64,$(ARCH)),x86,$(if $(filter aarch64,$(ARCH)),arm
 # Descriptor formats (arch/*/pt_*.c) are data and build on every host; the
 # rest of an arch directory is instructions and builds only for its arch.
 FORMAT_SRC := $(sort $(wildcard arch/*/pt_*.c))
-ARCH_SRC := $(sort $(filter-out arch/%/pt_%.c,$(wildcard arch/$(ARCH_DIR)/*.c arch/generic/*.c)))
+ARCH_SRC := $(sort $(filter-out $(FORMAT_SRC),$(wildcard arch/$(ARCH_DIR)/*.c arch/generic/*.c)))
 CORE_SRC := $(sort $(wildcard core/*.c))
 HOST_SRC := $(sort $(wildcard host/linux/*.c))
 LIB_SRC := $(CORE_SRC) $(FORMAT_SRC) $(ARCH_SRC) $(HOST_SRC)

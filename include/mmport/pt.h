@@ -38,6 +38,12 @@ enum mmp_pt_config_flag {
     MMP_PT_NO_BLOCKS = 1u << 0, /**< never use block (huge/large) leaves */
     MMP_PT_NO_CONT = 1u << 1,   /**< never set the arm64 contiguous bit */
     MMP_PT_NO_FOLD = 1u << 2,   /**< do not fold runs completed across calls */
+    /**
+     * When more than mmp_pt_config::flush_ranges disjoint ranges are
+     * pending, issue one MMP_FLUSH_ALL instead of one flush of the range
+     * covering them all (the default).
+     */
+    MMP_PT_FLUSH_ALL_OVER = 1u << 3,
 };
 
 /** What a table looks like; fixed at creation. */
@@ -54,6 +60,12 @@ struct mmp_pt_config {
     /** Output-address bits; 0 = the format's maximum (52 x86-64, 48 arm64). */
     uint32_t pa_bits;
     uint32_t flags; /**< enum mmp_pt_config_flag */
+    /**
+     * Most disjoint flush ranges kept pending before they are merged into
+     * one covering range (or a full flush, MMP_PT_FLUSH_ALL_OVER);
+     * 0 = the default, 4; at most 8.
+     */
+    uint32_t flush_ranges;
 };
 
 /** Permissions (low bits of an attribute word). */
@@ -94,7 +106,7 @@ struct mmp_pt_ops {
     void *(*alloc_table)(void *ctx, size_t bytes, uint64_t *pa);
     /** Give back a table page from alloc_table. */
     void (*free_table)(void *ctx, void *va, uint64_t pa, size_t bytes);
-    /** Address through which the caller reaches the table at @p pa. */
+    /** Address through which the caller reaches the table at @p pa; NULL = identity. */
     void *(*phys_to_virt)(void *ctx, uint64_t pa);
     /**
      * Invalidate TLB entries for [va, va+size). Called after the entries
@@ -129,7 +141,8 @@ struct mmp_pt_stats {
     uint64_t barriers_deferred; /**< barriers recorded as pending in lazy mode */
     uint64_t flushes;           /**< tlb_flush calls */
     uint64_t ranges_coalesced;  /**< flush ranges merged into another */
-    uint64_t table_pages;       /**< table pages in use now (root included) */
+    uint64_t table_pages;       /**< table pages in use now (root included, in granules) */
+    uint64_t bbm;               /**< break-before-make sequences (each: barrier + flush) */
 };
 
 /**
@@ -137,7 +150,7 @@ struct mmp_pt_stats {
  * its contents are private. mmp_pt_create() allocates one for hosted use.
  */
 struct mmp_pt {
-    uint64_t opaque[48];
+    uint64_t opaque[64];
 };
 
 /**
@@ -206,6 +219,49 @@ MMP_API uint64_t mmp_pt_root(const struct mmp_pt *pt);
 
 /** Copy the counters of @p pt into *out. */
 MMP_API void mmp_pt_stats(const struct mmp_pt *pt, struct mmp_pt_stats *out);
+
+/** Geometry of a table, with the control-register values it assumes. */
+struct mmp_pt_info {
+    enum mmp_pt_format format;
+    uint32_t granule;
+    uint32_t va_bits, pa_bits;
+    uint32_t levels;      /**< levels walked */
+    int32_t start_level;  /**< architectural level of the root (x86: 4 or 5) */
+    uint32_t root_tables; /**< concatenated root tables (arm64 stage 2), else 1 */
+    uint32_t root_bytes;  /**< size of the root allocation */
+    uint32_t t0sz;        /**< arm64: TCR_ELx.T0SZ / VTCR_EL2.T0SZ = 64 - va_bits */
+    uint32_t sl0;         /**< arm64 stage 2: VTCR_EL2.SL0 */
+    uint64_t mair;        /**< arm64 stage 1: the MAIR_ELx the AttrIndx values assume */
+    uint64_t block_sizes; /**< bit n set: a leaf of 2^n bytes exists (pages included) */
+    uint64_t cont_sizes;  /**< bit n set: a contiguous run of 2^n bytes exists */
+};
+
+/** Describe @p pt. Errors: -EINVAL (NULL argument). */
+MMP_API int mmp_pt_info(const struct mmp_pt *pt, struct mmp_pt_info *out);
+
+/** What a walk of the whole table finds. */
+struct mmp_pt_usage {
+    uint64_t pages;        /**< last-level leaves */
+    uint64_t blocks;       /**< block leaves */
+    uint64_t cont_runs;    /**< contiguous-bit runs (each counted once) */
+    uint64_t mapped_bytes; /**< bytes translated */
+    uint64_t table_pages;  /**< table pages reachable from the root, root included */
+    uint64_t empty_tables; /**< reachable non-root tables without a valid entry (0 normally) */
+};
+
+/** Count leaves and table pages by walking the whole table. Errors: -EINVAL. */
+MMP_API int mmp_pt_usage(const struct mmp_pt *pt, struct mmp_pt_usage *out);
+
+/**
+ * Text dump of [va, va+size): one line per region of consecutive leaves
+ * that are contiguous in output address with identical attributes and
+ * leaf kind, "va-range pa size kind attrs", then one totals line (pages,
+ * contiguous runs, blocks, table pages). Each line, without newline, goes
+ * to @p out; a non-zero return from it stops the dump and is returned.
+ * Works freestanding (no libc). Errors: as mmp_pt_walk().
+ */
+MMP_API int mmp_pt_dump(const struct mmp_pt *pt, uint64_t va, uint64_t size,
+                        int (*out)(void *arg, const char *line), void *arg);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arm64 VMSAv8-64 descriptor formats, stage 1 and stage 2, for the 4K, 16K
+ * and 64K granules with 48-bit output addresses (no FEAT_LPA/LPA2). Plain
+ * data manipulation, built on every host.
+ *
+ * Arm ARM (DDI 0487), D8.3 "Translation table descriptor formats":
+ * bits[1:0] 0b11 = table (levels 0-2) or page (level 3), 0b01 = block
+ * (levels 1-2), bit 0 clear = invalid. Lower attributes: AttrIndx[4:2]
+ * (stage 1) / MemAttr[5:2] (stage 2), AP[7:6] / S2AP[7:6], SH[9:8],
+ * AF[10], nG[11] (stage 1). Upper: Contiguous[52], PXN[53], UXN/XN[54]
+ * (stage 2: XN[54:53], FEAT_XNX; without it bit 53 is RES0).
+ *
+ * D8.6.1 (the Contiguous bit): a naturally aligned run of entries, all
+ * valid, contiguous in output address, with identical attributes; run
+ * lengths 16 (4K, levels 2-3), 32 (16K level 2) / 128 (16K level 3),
+ * 32 (64K, levels 2-3). Blocks: 4K 1 GiB (L1) and 2 MiB (L2), 16K 32 MiB
+ * (L2), 64K 512 MiB (L2).
+ *
+ * Stage 1 assumes this MAIR_ELx layout (mmp_pt_info() reports it):
+ *   Attr0 = 0xff Normal WB (inner/outer write-back, read/write-allocate)
+ *   Attr1 = 0x44 Normal non-cacheable
+ *   Attr2 = 0x04 Device-nGnRE
+ * Every leaf is inner shareable (SH = 0b11) with AF set, so neither the
+ * access-flag fault nor hardware AF updates touch descriptors mmport owns.
+ * USER mappings are PXN (EL1 never executes EL0 memory) and UXN = !EXEC;
+ * kernel mappings are UXN and PXN = !EXEC; nG = !MMP_PROT_GLOBAL.
+ * The layout serves the EL1&0 and the EL2&0 (VHE) regimes.
+ *
+ * Stage 2 (HCR_EL2.FWB = 0): MemAttr 0b1111 Normal WB, 0b0101 Normal NC,
+ * 0b0001 Device-nGnRE; S2AP[6] read, S2AP[7] write; XN = !EXEC. The
+ * starting level follows D8.2 / VTCR_EL2: as few levels as allow, using up
+ * to 16 concatenated tables at the start level (4 extra index bits), as
+ * KVM does; e.g. a 40-bit IPA with the 4K granule starts at level 1 with
+ * 2 concatenated tables (VTCR_EL2.SL0 = 1, T0SZ = 24).
+ */
+#include "pt_fmt.h"
+
+#define A_VALID (1ull << 0)
+#define A_TABLE (1ull << 1) /* table (L0-2) or page (L3) */
+#define A_AP1 (1ull << 6)   /* EL0 access / S2AP read */
+#define A_AP2 (1ull << 7)   /* read-only / S2AP write */
+#define A_SH_IS (3ull << 8)
+#define A_AF (1ull << 10)
+#define A_NG (1ull << 11)
+#define A_CONT (1ull << 52)
+#define A_PXN (1ull << 53)
+#define A_UXN (1ull << 54) /* XN for stage 2 */
+
+static int arm64_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, bool s2)
+{
+    unsigned gs;
+    switch (cfg->granule) {
+    case 4096: gs = 12; break;
+    case 16384: gs = 14; break;
+    case 65536: gs = 16; break;
+    default: return -MMP_EINVAL;
+    }
+    unsigned bpl = gs - 3, va = cfg->va_bits;
+    unsigned pa = cfg->pa_bits ? cfg->pa_bits : 48;
+    if (pa < 32 || pa > 48)
+        return -MMP_EINVAL;
+    if (s2 ? (va < 32 || va > 48) : (va < 25 || va > 48))
+        return -MMP_EINVAL;
+    /* Levels: stage 2 may resolve up to 4 more bits at the start level by
+     * concatenating up to 16 tables. */
+    unsigned extra = s2 ? 4 : 0;
+    unsigned levels = (va - extra - gs + bpl - 1) / bpl;
+    if (levels < 2 || levels > 4 || (gs == 16 && levels > 3))
+        return -MMP_ENOTSUP; /* too few bits for two levels, or a 64K level 0 */
+    int start = 4 - (int)levels;
+    g->nlev = (uint8_t)levels;
+    g->first_level = (int8_t)start;
+    g->level_step = 1;
+    g->granule_shift = (uint8_t)gs;
+    g->va_bits = (uint8_t)va;
+    g->pa_bits = (uint8_t)pa;
+    g->sign_extend = 0;
+    g->bbm = 1;
+    g->valid_bit = A_VALID;
+    g->cont_bit = A_CONT;
+    g->ign_mask = 0;
+    g->tbl_tmpl = A_VALID | A_TABLE; /* no APTable/XNTable limits: leaves decide */
+    g->tbl_oa_mask = mmp_core_pt_bits(47, gs);
+    for (unsigned d = 0; d < levels; d++) {
+        unsigned level = (unsigned)start + d;
+        g->shift[d] = (uint8_t)(gs + bpl * (3 - level));
+        g->nbits[d] = (uint8_t)bpl;
+        g->leaf_ok[d] = level == 3 || level == 2 || (level == 1 && gs == 12);
+        g->cont[d] = 0;
+        if (level == 3)
+            g->cont[d] = gs == 12 ? 4 : gs == 14 ? 7 : 5;
+        if (level == 2)
+            g->cont[d] = gs == 12 ? 4 : 5;
+        g->tbl_mask[d] = level < 3 ? 3 : 0;
+        g->tbl_val[d] = level < 3 ? 3 : 1;
+        g->oa_mask[d] = mmp_core_pt_bits(47, g->shift[d]);
+    }
+    unsigned root_bits = va - g->shift[0];
+    if (root_bits > bpl + extra)
+        return -MMP_ENOTSUP;
+    g->nbits[0] = (uint8_t)root_bits;
+    g->root_tables = (uint8_t)(root_bits > bpl ? 1u << (root_bits - bpl) : 1);
+    g->root_bytes = (uint32_t)(root_bits > bpl ? 8u << root_bits : 1u << gs);
+    /* VTCR_EL2.SL0: 4K counts down from level 2 (0 = L2, 1 = L1, 2 = L0),
+     * 16K and 64K from level 3 (0 = L3, 1 = L2, 2 = L1). */
+    g->start_level_enc = (uint8_t)(s2 ? (gs == 12 ? 2 - start : 3 - start) : 0);
+    return 0;
+}
+
+static int s1_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
+{
+    return arm64_geom(g, cfg, false);
+}
+
+static int s2_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
+{
+    return arm64_geom(g, cfg, true);
+}
+
+static uint64_t type_bits(const struct mmp_pt_geom *g, unsigned d)
+{
+    return d + 1 == g->nlev ? A_VALID | A_TABLE : A_VALID; /* page 0b11, block 0b01 */
+}
+
+static int s1_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint64_t *tmpl)
+{
+    if (attrs & ~(MMP_PROT_MASK | MMP_MEM_MASK) || !(attrs & MMP_PROT_READ))
+        return -MMP_EINVAL;
+    uint64_t t = type_bits(g, d) | A_AF | A_SH_IS;
+    switch (attrs & MMP_MEM_MASK) {
+    case MMP_MEM_NORMAL_WB: t |= 0ull << 2; break;
+    case MMP_MEM_NORMAL_NC: t |= 1ull << 2; break;
+    case MMP_MEM_DEVICE: t |= 2ull << 2; break;
+    default: return -MMP_EINVAL;
+    }
+    if (!(attrs & MMP_PROT_WRITE))
+        t |= A_AP2;
+    if (attrs & MMP_PROT_USER)
+        t |= A_AP1 | A_PXN | ((attrs & MMP_PROT_EXEC) ? 0 : A_UXN);
+    else
+        t |= A_UXN | ((attrs & MMP_PROT_EXEC) ? 0 : A_PXN);
+    if (!(attrs & MMP_PROT_GLOBAL))
+        t |= A_NG;
+    *tmpl = t;
+    return 0;
+}
+
+static uint32_t s1_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+{
+    (void)g;
+    (void)d;
+    static const uint32_t mem[8] = {MMP_MEM_NORMAL_WB, MMP_MEM_NORMAL_NC, MMP_MEM_DEVICE,
+                                    MMP_MEM_DEVICE,    MMP_MEM_DEVICE,    MMP_MEM_DEVICE,
+                                    MMP_MEM_DEVICE,    MMP_MEM_DEVICE};
+    uint32_t a = MMP_PROT_READ | mem[(e >> 2) & 7];
+    if (!(e & A_AP2))
+        a |= MMP_PROT_WRITE;
+    if (e & A_AP1)
+        a |= MMP_PROT_USER | ((e & A_UXN) ? 0 : MMP_PROT_EXEC);
+    else
+        a |= (e & A_PXN) ? 0 : MMP_PROT_EXEC;
+    if (!(e & A_NG))
+        a |= MMP_PROT_GLOBAL;
+    return a;
+}
+
+static int s2_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint64_t *tmpl)
+{
+    if (attrs & ~(MMP_PROT_READ | MMP_PROT_WRITE | MMP_PROT_EXEC | MMP_MEM_MASK) ||
+        !(attrs & MMP_PROT_READ))
+        return -MMP_EINVAL; /* no EL0/global distinction at stage 2 */
+    uint64_t t = type_bits(g, d) | A_AF | A_SH_IS | A_AP1;
+    switch (attrs & MMP_MEM_MASK) {
+    case MMP_MEM_NORMAL_WB: t |= 0xfull << 2; break;
+    case MMP_MEM_NORMAL_NC: t |= 0x5ull << 2; break;
+    case MMP_MEM_DEVICE: t |= 0x1ull << 2; break;
+    default: return -MMP_EINVAL;
+    }
+    if (attrs & MMP_PROT_WRITE)
+        t |= A_AP2;
+    if (!(attrs & MMP_PROT_EXEC))
+        t |= A_UXN;
+    *tmpl = t;
+    return 0;
+}
+
+static uint32_t s2_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+{
+    (void)g;
+    (void)d;
+    unsigned ma = (unsigned)(e >> 2) & 0xf;
+    uint32_t a = ma == 0xf ? MMP_MEM_NORMAL_WB : ma == 0x5 ? MMP_MEM_NORMAL_NC : MMP_MEM_DEVICE;
+    if (e & A_AP1)
+        a |= MMP_PROT_READ;
+    if (e & A_AP2)
+        a |= MMP_PROT_WRITE;
+    if (!(e & A_UXN))
+        a |= MMP_PROT_EXEC;
+    return a;
+}
+
+/* Blocks become pages (0b01 -> 0b11) or smaller blocks; the contiguous bit
+ * is the engine's to decide. */
+static uint64_t arm64_child(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+{
+    uint64_t t = e & ~g->oa_mask[d] & ~A_CONT & ~(A_VALID | A_TABLE);
+    return t | type_bits(g, d + 1);
+}
+
+/* D8.16.1: changing the memory type or cacheability of a valid entry needs
+ * break-before-make; permission changes do not. */
+static bool arm64_needs_bbm(uint32_t a, uint32_t b)
+{
+    return ((a ^ b) & MMP_MEM_MASK) != 0;
+}
+
+const struct mmp_pt_fmt mmp_core_pt_fmt_arm64_s1 = {
+    .format = MMP_PT_ARM64_S1,
+    .setup = s1_setup,
+    .leaf = s1_leaf,
+    .attrs = s1_attrs,
+    .child = arm64_child,
+    .needs_bbm = arm64_needs_bbm,
+};
+
+const struct mmp_pt_fmt mmp_core_pt_fmt_arm64_s2 = {
+    .format = MMP_PT_ARM64_S2,
+    .setup = s2_setup,
+    .leaf = s2_leaf,
+    .attrs = s2_attrs,
+    .child = arm64_child,
+    .needs_bbm = arm64_needs_bbm,
+};

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * x86-64 descriptor format: 4-level (48-bit VA) and 5-level (LA57, 57-bit
+ * VA) paging. Plain data manipulation, built on every host.
+ *
+ * Intel SDM Vol. 3A, 4.5 "4-Level Paging and 5-Level Paging": tables of
+ * 512 8-byte entries at every level; bit 0 P, 1 R/W, 2 U/S, 3 PWT, 4 PCD,
+ * 5 A, 6 D (leaves), 7 PS in PDPTEs/PDEs (1 GiB / 2 MiB leaves) and PAT in
+ * PTEs, 8 G (leaves), 12 PAT in 1 GiB / 2 MiB leaves, 63 XD (needs
+ * IA32_EFER.NXE). Addresses are bits 51:12 (Tables 4-15..4-20).
+ *
+ * Memory types use the power-on PAT (SDM 13.12.4: PA0 WB, PA2 UC-, PA3 UC),
+ * so PAT/PCD/PWT = 000 WB, 010 UC- (MMP_MEM_NORMAL_NC), 011 UC (DEVICE).
+ * Leaves carry A (and D when writable) preset: hardware then never needs a
+ * locked update of a descriptor the hypervisor owns. Tables are P|RW|US|A
+ * so that leaves alone decide permissions. x86 walkers are coherent with
+ * stores and need no break-before-make; the engine flushes every changed
+ * translation instead. EPT (SDM 29.3) would be a third format here.
+ */
+#include "pt_fmt.h"
+
+#define X_P (1ull << 0)
+#define X_RW (1ull << 1)
+#define X_US (1ull << 2)
+#define X_PWT (1ull << 3)
+#define X_PCD (1ull << 4)
+#define X_A (1ull << 5)
+#define X_D (1ull << 6)
+#define X_PS (1ull << 7)
+#define X_PAT4K (1ull << 7)
+#define X_G (1ull << 8)
+#define X_PATLG (1ull << 12)
+#define X_XD (1ull << 63)
+
+static int x86_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
+{
+    if (cfg->granule != 4096)
+        return -MMP_EINVAL;
+    if (cfg->va_bits != 48 && cfg->va_bits != 57)
+        return -MMP_EINVAL;
+    unsigned pa_bits = cfg->pa_bits ? cfg->pa_bits : 52;
+    if (pa_bits < 32 || pa_bits > 52)
+        return -MMP_EINVAL;
+    unsigned nlev = cfg->va_bits == 57 ? 5 : 4;
+    g->nlev = (uint8_t)nlev;
+    g->first_level = (int8_t)nlev;
+    g->level_step = -1;
+    g->granule_shift = 12;
+    g->va_bits = (uint8_t)cfg->va_bits;
+    g->pa_bits = (uint8_t)pa_bits;
+    g->sign_extend = 1;
+    g->bbm = 0;
+    g->valid_bit = X_P;
+    g->cont_bit = 0;
+    g->ign_mask = X_A | X_D;
+    g->tbl_tmpl = X_P | X_RW | X_US | X_A;
+    g->tbl_oa_mask = mmp_core_pt_bits(51, 12);
+    g->root_bytes = 4096;
+    g->root_tables = 1;
+    for (unsigned d = 0; d < nlev; d++) {
+        unsigned level = nlev - d; /* 5/4 .. 1 */
+        g->shift[d] = (uint8_t)(12 + 9 * (level - 1));
+        g->nbits[d] = 9;
+        g->leaf_ok[d] = level <= 3; /* PDPTE 1 GiB, PDE 2 MiB, PTE 4 KiB */
+        g->cont[d] = 0;
+        /* PS distinguishes a leaf from a table above level 1; a PTE is always a leaf. */
+        g->tbl_mask[d] = level > 1 ? (uint8_t)(X_P | X_PS) : 0;
+        g->tbl_val[d] = level > 1 ? (uint8_t)X_P : 1;
+        g->oa_mask[d] = mmp_core_pt_bits(51, g->shift[d]);
+    }
+    return 0;
+}
+
+static int x86_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint64_t *tmpl)
+{
+    if (attrs & ~(MMP_PROT_MASK | MMP_MEM_MASK) || !(attrs & MMP_PROT_READ))
+        return -MMP_EINVAL;
+    uint64_t t = X_P | X_A;
+    if (attrs & MMP_PROT_WRITE)
+        t |= X_RW | X_D;
+    if (attrs & MMP_PROT_USER)
+        t |= X_US;
+    if (attrs & MMP_PROT_GLOBAL)
+        t |= X_G;
+    if (!(attrs & MMP_PROT_EXEC))
+        t |= X_XD;
+    switch (attrs & MMP_MEM_MASK) {
+    case MMP_MEM_NORMAL_WB: break;
+    case MMP_MEM_NORMAL_NC: t |= X_PCD; break;
+    case MMP_MEM_DEVICE: t |= X_PCD | X_PWT; break;
+    default: return -MMP_EINVAL;
+    }
+    if (d + 1 < g->nlev)
+        t |= X_PS;
+    *tmpl = t;
+    return 0;
+}
+
+static uint32_t x86_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+{
+    (void)g;
+    (void)d;
+    uint32_t a = MMP_PROT_READ;
+    if (e & X_RW)
+        a |= MMP_PROT_WRITE;
+    if (e & X_US)
+        a |= MMP_PROT_USER;
+    if (e & X_G)
+        a |= MMP_PROT_GLOBAL;
+    if (!(e & X_XD))
+        a |= MMP_PROT_EXEC;
+    if (e & X_PCD)
+        a |= (e & X_PWT) ? MMP_MEM_DEVICE : MMP_MEM_NORMAL_NC;
+    return a;
+}
+
+/* A 1 GiB / 2 MiB leaf split one level down: PAT moves from bit 12 to bit 7
+ * when the children are PTEs, where bit 7 no longer means PS. */
+static uint64_t x86_child(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+{
+    uint64_t t = e & ~g->oa_mask[d];
+    bool pat = (t & X_PATLG) != 0;
+    t &= ~X_PATLG;
+    if (d + 2 == g->nlev) {
+        t &= ~X_PS;
+        if (pat)
+            t |= X_PAT4K;
+    } else if (pat) {
+        t |= X_PATLG;
+    }
+    return t;
+}
+
+static bool x86_needs_bbm(uint32_t a, uint32_t b)
+{
+    (void)a;
+    (void)b;
+    return false;
+}
+
+const struct mmp_pt_fmt mmp_core_pt_fmt_x86_64 = {
+    .format = MMP_PT_X86_64,
+    .setup = x86_setup,
+    .leaf = x86_leaf,
+    .attrs = x86_attrs,
+    .child = x86_child,
+    .needs_bbm = x86_needs_bbm,
+};

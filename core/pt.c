@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/* Page tables: creation, lookup, walk, geometry and counters. */
+#include "pt_int.h"
+
+int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
+{
+    const struct mmp_pt_fmt *f;
+    switch (cfg->format) {
+    case MMP_PT_X86_64: f = &mmp_core_pt_fmt_x86_64; break;
+    case MMP_PT_ARM64_S1: f = &mmp_core_pt_fmt_arm64_s1; break;
+    case MMP_PT_ARM64_S2: f = &mmp_core_pt_fmt_arm64_s2; break;
+    default: return -MMP_EINVAL;
+    }
+    __builtin_memset(g, 0, sizeof *g);
+    int rc = f->setup(g, cfg);
+    g->fmt = f;
+    return rc;
+}
+
+#define CFG_FLAGS (MMP_PT_NO_BLOCKS | MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER)
+
+int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct mmp_pt_ops *ops)
+{
+    if (!p || !cfg || (cfg->flags & ~CFG_FLAGS) || cfg->flush_ranges > PT_MAX_RANGES)
+        return -MMP_EINVAL;
+    if (!ops)
+        ops = mmp_host_pt_default_ops();
+    if (!ops || !ops->alloc_table || !ops->free_table)
+        return -MMP_EINVAL;
+    struct pt *pt = pt_of(p);
+    __builtin_memset(p, 0, sizeof *p);
+    int rc = mmp_core_pt_geom(&pt->g, cfg);
+    if (rc)
+        return rc;
+    pt->ops = *ops;
+    pt->cfg_flags = cfg->flags;
+    pt->max_ranges = (uint8_t)(cfg->flush_ranges ? cfg->flush_ranges : 4);
+    uint64_t pa = 0;
+    void *root = ops->alloc_table(ops->ctx, pt->g.root_bytes, &pa);
+    if (!root) {
+        __builtin_memset(p, 0, sizeof *p);
+        return -MMP_ENOMEM;
+    }
+    __builtin_memset(root, 0, pt->g.root_bytes);
+    pt->root = (uint64_t *)root;
+    pt->root_pa = pa;
+    pt->st.table_pages = pt->g.root_bytes >> pt->g.granule_shift;
+    return 0;
+}
+
+static void free_tree(struct pt *pt, uint64_t *t, unsigned d)
+{
+    if (d + 1 < pt->g.nlev) {
+        for (size_t i = 0; i < pt_nent(&pt->g, d); i++) {
+            uint64_t e = t[i];
+            if (pt_kind(&pt->g, d, e) == PT_TABLE) {
+                uint64_t *c = pt_child(pt, e);
+                free_tree(pt, c, d + 1);
+                pt->ops.free_table(pt->ops.ctx, c, e & pt->g.tbl_oa_mask,
+                                   (size_t)1 << pt->g.granule_shift);
+            }
+        }
+    }
+}
+
+void mmp_pt_fini(struct mmp_pt *p)
+{
+    if (!p)
+        return;
+    struct pt *pt = pt_of(p);
+    if (!pt->root)
+        return;
+    mmp_core_pt_sync(pt);
+    free_tree(pt, pt->root, 0);
+    pt->ops.free_table(pt->ops.ctx, pt->root, pt->root_pa, pt->g.root_bytes);
+    __builtin_memset(p, 0, sizeof *p);
+}
+
+int mmp_core_pt_check_va(const struct pt *pt, uint64_t va, uint64_t size, uint64_t *last)
+{
+    uint64_t gm = ((uint64_t)1 << pt->g.granule_shift) - 1;
+    if (!size || (va & gm) || (size & gm))
+        return -MMP_EINVAL;
+    uint64_t l = va + size - 1;
+    if (l < va)
+        return -MMP_EOVERFLOW;
+    unsigned vb = pt->g.va_bits;
+    if (pt->g.sign_extend) {
+        /* Canonical: bits 63..vb-1 all equal, and both ends in one half. */
+        uint64_t hi_va = va >> (vb - 1), hi_l = l >> (vb - 1);
+        uint64_t all = (~0ull) >> (vb - 1);
+        if ((hi_va != 0 && hi_va != all) || hi_va != hi_l)
+            return -MMP_ERANGE;
+    } else if (l >> vb) {
+        return -MMP_ERANGE;
+    }
+    *last = l;
+    return 0;
+}
+
+int mmp_pt_lookup(const struct mmp_pt *p, uint64_t va, struct mmp_pt_leaf *out)
+{
+    if (!p || !out)
+        return -MMP_EINVAL;
+    const struct pt *pt = cpt_of(p);
+    if (!pt->root)
+        return -MMP_EINVAL;
+    uint64_t last;
+    int rc = mmp_core_pt_check_va(pt, va & ~(((uint64_t)1 << pt->g.granule_shift) - 1),
+                                  (uint64_t)1 << pt->g.granule_shift, &last);
+    if (rc)
+        return rc;
+    const struct mmp_pt_geom *g = &pt->g;
+    const uint64_t *t = pt->root;
+    for (unsigned d = 0; d < g->nlev; d++) {
+        uint64_t e = pt_ld(&t[pt_idx(g, d, va)]);
+        switch (pt_kind(g, d, e)) {
+        case PT_INV:
+            return -MMP_ENOENT;
+        case PT_TABLE:
+            t = pt_child(pt, e);
+            continue;
+        default: {
+            uint64_t sz = (uint64_t)1 << g->shift[d];
+            out->va = va & ~(sz - 1);
+            out->pa = e & g->oa_mask[d];
+            out->size = sz;
+            out->attrs = g->fmt->attrs(g, d, e);
+            out->level = (uint8_t)(g->first_level + g->level_step * (int)d);
+            out->kind = (e & g->cont_bit) ? MMP_LEAF_CONT
+                        : d + 1 == g->nlev ? MMP_LEAF_PAGE
+                                           : MMP_LEAF_BLOCK;
+            out->desc = e;
+            return 0;
+        }
+        }
+    }
+    return -MMP_ENOENT;
+}
+
+struct walk_ctx {
+    const struct pt *pt;
+    mmp_pt_walk_fn fn;
+    void *arg;
+};
+
+static int walk_tbl(struct walk_ctx *w, unsigned d, const uint64_t *t, uint64_t va, uint64_t last)
+{
+    const struct mmp_pt_geom *g = &w->pt->g;
+    uint64_t sz = (uint64_t)1 << g->shift[d];
+    for (;;) {
+        uint64_t slast = va | (sz - 1);
+        if (slast > last)
+            slast = last;
+        uint64_t e = pt_ld(&t[pt_idx(g, d, va)]);
+        int k = pt_kind(g, d, e), rc = 0;
+        if (k == PT_TABLE) {
+            rc = walk_tbl(w, d + 1, pt_child(w->pt, e), va, slast);
+        } else if (k == PT_LEAF) {
+            struct mmp_pt_leaf l;
+            l.va = va & ~(sz - 1);
+            l.pa = e & g->oa_mask[d];
+            l.size = sz;
+            l.attrs = g->fmt->attrs(g, d, e);
+            l.level = (uint8_t)(g->first_level + g->level_step * (int)d);
+            l.kind = (e & g->cont_bit) ? MMP_LEAF_CONT
+                     : d + 1 == g->nlev ? MMP_LEAF_PAGE
+                                        : MMP_LEAF_BLOCK;
+            l.desc = e;
+            rc = w->fn(w->arg, &l);
+        }
+        if (rc)
+            return rc;
+        if (slast == last)
+            return 0;
+        va = slast + 1;
+    }
+}
+
+int mmp_pt_walk(const struct mmp_pt *p, uint64_t va, uint64_t size, mmp_pt_walk_fn fn, void *arg)
+{
+    if (!p || !fn || !cpt_of(p)->root)
+        return -MMP_EINVAL;
+    const struct pt *pt = cpt_of(p);
+    uint64_t last;
+    int rc = mmp_core_pt_check_va(pt, va, size, &last);
+    if (rc)
+        return rc;
+    struct walk_ctx w = {pt, fn, arg};
+    return walk_tbl(&w, 0, pt->root, va, last);
+}
+
+uint64_t mmp_pt_root(const struct mmp_pt *p)
+{
+    return p ? cpt_of(p)->root_pa : 0;
+}
+
+void mmp_pt_stats(const struct mmp_pt *p, struct mmp_pt_stats *out)
+{
+    if (p && out)
+        *out = cpt_of(p)->st;
+}
+
+int mmp_pt_info(const struct mmp_pt *p, struct mmp_pt_info *out)
+{
+    if (!p || !out || !cpt_of(p)->root)
+        return -MMP_EINVAL;
+    const struct mmp_pt_geom *g = &cpt_of(p)->g;
+    __builtin_memset(out, 0, sizeof *out);
+    out->format = g->fmt->format;
+    out->granule = 1u << g->granule_shift;
+    out->va_bits = g->va_bits;
+    out->pa_bits = g->pa_bits;
+    out->levels = g->nlev;
+    out->start_level = g->first_level;
+    out->root_tables = g->root_tables;
+    out->root_bytes = g->root_bytes;
+    if (g->fmt->format != MMP_PT_X86_64)
+        out->t0sz = 64u - g->va_bits;
+    if (g->fmt->format == MMP_PT_ARM64_S2)
+        out->sl0 = g->start_level_enc;
+    if (g->fmt->format == MMP_PT_ARM64_S1)
+        out->mair = 0x0444ffull; /* Attr0 0xff WB, Attr1 0x44 NC, Attr2 0x04 nGnRE */
+    for (unsigned d = 0; d < g->nlev; d++) {
+        if (!g->leaf_ok[d])
+            continue;
+        out->block_sizes |= 1ull << g->shift[d];
+        if (g->cont[d])
+            out->cont_sizes |= 1ull << (g->shift[d] + g->cont[d]);
+    }
+    return 0;
+}

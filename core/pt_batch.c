@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The batching layer: every descriptor update reports here what it
+ * changed, and this file alone decides when barriers, TLB flushes and the
+ * freeing of unlinked table pages happen. Outside lazy mode that is once
+ * per call (after all entries are written, never per entry); in a lazy
+ * section (core/lazy.c) once per outermost leave. Break-before-make is the
+ * exception: its barrier and flush are issued at once (mmp_core_pt_bbm).
+ */
+#include "pt_int.h"
+
+static void emit_barrier(struct pt *pt)
+{
+    mmp_arch_pt_barrier();
+    pt->barrier_pending = 0;
+    pt->st.barriers++;
+}
+
+static void call_flush(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
+{
+    pt->st.flushes++;
+    if (pt->ops.tlb_flush)
+        pt->ops.tlb_flush(pt->ops.ctx, lo, last - lo + 1, flags);
+}
+
+/* Merge ranges that overlap or touch; returns true if r[i] absorbed one. */
+static bool merge_into(struct pt *pt, unsigned i)
+{
+    for (unsigned j = 0; j < pt->nranges; j++) {
+        if (j == i)
+            continue;
+        struct pt_range *a = &pt->r[i], *b = &pt->r[j];
+        if (b->lo > a->last + 1 && a->last + 1 != 0)
+            continue;
+        if (a->lo > b->last + 1 && b->last + 1 != 0)
+            continue;
+        if (b->lo < a->lo)
+            a->lo = b->lo;
+        if (b->last > a->last)
+            a->last = b->last;
+        pt->r[j] = pt->r[--pt->nranges];
+        pt->st.ranges_coalesced++;
+        return true;
+    }
+    return false;
+}
+
+void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
+{
+    if (pt->flush_all)
+        return;
+    pt->range_flags = pt->nranges ? pt->range_flags & flags : flags;
+    unsigned i = pt->nranges;
+    if (i == pt->max_ranges) {
+        if (pt->cfg_flags & MMP_PT_FLUSH_ALL_OVER) {
+            pt->flush_all = 1;
+            pt->st.ranges_coalesced += pt->nranges;
+            pt->nranges = 0;
+            return;
+        }
+        /* Too many: keep one covering range (the ops asked for that). */
+        for (unsigned j = 0; j < pt->nranges; j++) {
+            if (pt->r[j].lo < lo)
+                lo = pt->r[j].lo;
+            if (pt->r[j].last > last)
+                last = pt->r[j].last;
+        }
+        pt->st.ranges_coalesced += pt->nranges;
+        pt->r[0].lo = lo;
+        pt->r[0].last = last;
+        pt->nranges = 1;
+        return;
+    }
+    pt->r[i].lo = lo;
+    pt->r[i].last = last;
+    pt->nranges = (uint8_t)(i + 1);
+    while (pt->nranges > 1 && merge_into(pt, pt->nranges - 1u))
+        ;
+    /* merge_into may leave an absorbing range elsewhere; re-check all. */
+    for (unsigned k = 0; k < pt->nranges; k++)
+        while (merge_into(pt, k))
+            ;
+}
+
+void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
+{
+    /* The invalid entries must be visible before the TLB invalidation,
+     * and the invalidation complete before the new entries are written
+     * (Arm ARM D8.16.1): never deferred, lazy mode or not. */
+    emit_barrier(pt);
+    pt->st.bbm++;
+    call_flush(pt, lo, last, flags);
+}
+
+void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
+{
+    /*
+     * The page may still be reachable through a stale walk-cache entry
+     * until the flush. Entries 0 and 1 carry the list link (the next page's
+     * address and physical address): both are multiples of the page size,
+     * so bit 0 is clear and a walker reading them sees invalid descriptors
+     * (arm64, x86 and EPT alike) - never a translation mmport did not make.
+     */
+    uint64_t *p = (uint64_t *)va;
+    pt_st(&p[0], (uint64_t)(uintptr_t)pt->dfree);
+    pt_st(&p[1], pt->dfree_pa);
+    pt->dfree = va;
+    pt->dfree_pa = pa;
+}
+
+void mmp_core_pt_sync(struct pt *pt)
+{
+    bool have = pt->flush_all || pt->nranges || pt->dfree;
+    if (pt->barrier_pending || have)
+        emit_barrier(pt);
+    if (pt->flush_all) {
+        pt->st.flushes++;
+        if (pt->ops.tlb_flush)
+            pt->ops.tlb_flush(pt->ops.ctx, 0, 0, MMP_FLUSH_ALL);
+    } else {
+        for (unsigned i = 0; i < pt->nranges; i++)
+            call_flush(pt, pt->r[i].lo, pt->r[i].last, pt->range_flags);
+    }
+    pt->flush_all = 0;
+    pt->nranges = 0;
+    while (pt->dfree) {
+        uint64_t *p = (uint64_t *)pt->dfree;
+        uint64_t pa = pt->dfree_pa;
+        pt->dfree = (void *)(uintptr_t)p[0];
+        pt->dfree_pa = p[1];
+        pt->ops.free_table(pt->ops.ctx, p, pa, (size_t)1 << pt->g.granule_shift);
+        pt->st.table_pages--;
+    }
+}
+
+void mmp_core_pt_call_end(struct pt *pt)
+{
+    if (pt->lazy_depth && !pt->lazy_paused) {
+        if (pt->barrier_pending)
+            pt->st.barriers_deferred++;
+        return;
+    }
+    if (pt->barrier_pending || pt->nranges || pt->flush_all || pt->dfree)
+        mmp_core_pt_sync(pt);
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Descriptor formats as data. A format (arch/<dir>/pt_<name>.c, built on
+ * every host) fills a geometry from a configuration and encodes/decodes
+ * descriptors; the engine in core/ never looks at a bit by name. Depth d
+ * counts from the root (d = 0) to the last level (d = nlev - 1); the
+ * architectural level of depth d is first_level + level_step * d.
+ *
+ * The hot path needs no call into the format: a leaf is tmpl | pa (| the
+ * contiguous bit), a table is tbl_tmpl | pa, and a descriptor's kind is
+ * tested with the per-depth masks below.
+ */
+#ifndef MMPORT_CORE_PT_FMT_H
+#define MMPORT_CORE_PT_FMT_H
+
+#include <mmport/pt.h>
+
+#define MMP_PT_MAXLEV 5
+
+struct mmp_pt_fmt;
+
+struct mmp_pt_geom {
+    const struct mmp_pt_fmt *fmt;
+    uint8_t nlev;           /* levels walked */
+    int8_t first_level;     /* architectural level of the root */
+    int8_t level_step;      /* +1 arm64 (0..3), -1 x86 (5/4..1) */
+    uint8_t granule_shift;  /* log2 of the table page and base page size */
+    uint8_t va_bits;
+    uint8_t pa_bits;
+    uint8_t sign_extend;    /* x86: upper VA bits must copy bit va_bits-1 */
+    uint8_t bbm;            /* the format needs break-before-make */
+    uint8_t shift[MMP_PT_MAXLEV];   /* log2 of the bytes one entry at depth d maps */
+    uint8_t nbits[MMP_PT_MAXLEV];   /* index bits at depth d (root: with concatenation) */
+    uint8_t leaf_ok[MMP_PT_MAXLEV]; /* a leaf (block/page) is architecturally allowed */
+    uint8_t cont[MMP_PT_MAXLEV];    /* log2 of the contiguous run length; 0 = none */
+    uint8_t tbl_mask[MMP_PT_MAXLEV];/* valid e: (e & tbl_mask) == tbl_val is a table */
+    uint8_t tbl_val[MMP_PT_MAXLEV];
+    uint8_t start_level_enc;        /* stage 2: VTCR_EL2.SL0; else 0 */
+    uint8_t root_tables;            /* concatenated root tables (stage 2), else 1 */
+    uint32_t root_bytes;            /* bytes of the root allocation */
+    uint64_t valid_bit;             /* bit set in every valid descriptor */
+    uint64_t oa_mask[MMP_PT_MAXLEV];/* output-address bits of a leaf at depth d */
+    uint64_t tbl_oa_mask;           /* output-address bits of a table descriptor */
+    uint64_t tbl_tmpl;              /* table descriptor without its address */
+    uint64_t cont_bit;              /* the contiguous bit, 0 if the format has none */
+    uint64_t ign_mask;              /* bits hardware may change (x86 A/D): ignored */
+};
+
+struct mmp_pt_fmt {
+    enum mmp_pt_format format;
+    /* Validate cfg and fill g (fmt excepted). -EINVAL / -ENOTSUP. */
+    int (*setup)(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg);
+    /* Leaf descriptor at depth d for attrs, without address and contiguous
+     * bit, in *tmpl. -EINVAL if the format cannot express attrs. */
+    int (*leaf)(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint64_t *tmpl);
+    /* MMP_PROT_* | MMP_MEM_* of a valid leaf at depth d. */
+    uint32_t (*attrs)(const struct mmp_pt_geom *g, unsigned d, uint64_t desc);
+    /* Template (no address, no contiguous bit) of the depth d+1 leaves that
+     * map what the leaf desc at depth d maps, keeping bits attrs lack. */
+    uint64_t (*child)(const struct mmp_pt_geom *g, unsigned d, uint64_t desc);
+    /* The memory-type part of attrs changed between a and b: on formats
+     * with break-before-make such a change needs it (Arm ARM D8.16.1). */
+    bool (*needs_bbm)(uint32_t a, uint32_t b);
+};
+
+/* The formats (arch/x86/pt_x86.c, arch/arm64/pt_arm64.c). */
+extern const struct mmp_pt_fmt mmp_core_pt_fmt_x86_64;
+extern const struct mmp_pt_fmt mmp_core_pt_fmt_arm64_s1;
+extern const struct mmp_pt_fmt mmp_core_pt_fmt_arm64_s2;
+
+/* Fill g for cfg with the right format. -EINVAL / -ENOTSUP. */
+int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg);
+
+static inline uint64_t mmp_core_pt_bits(unsigned hi, unsigned lo)
+{
+    return ((~0ull) >> (63 - hi)) & ~((1ull << lo) - 1);
+}
+
+#endif

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Page-table engine internals: the private layout of struct mmp_pt and the
+ * batching layer every update goes through (core/pt_batch.c). Barrier
+ * hoisting, flush coalescing and deferred freeing of table pages live in
+ * that one place; lazy-MMU mode (core/lazy.c) only widens its window from
+ * one call to a whole lazy section.
+ */
+#ifndef MMPORT_CORE_PT_INT_H
+#define MMPORT_CORE_PT_INT_H
+
+#include "arch.h"
+#include "atomic.h"
+#include "pt_fmt.h"
+
+/*
+ * mmp_arch_pt_barrier(): make descriptor stores visible to the table walker
+ * before a TLB invalidation or before the new mappings are relied on
+ * (arm64: dsb ishst; isb). mmp_arch_pt_publish(): order the stores filling
+ * a new table before the store linking it (arm64: dmb ishst; Linux's
+ * smp_wmb() in pmd_install). x86 walkers are coherent with ordinary stores
+ * (SDM Vol. 3A 4.10.4) and stores are not reordered with each other, so a
+ * compiler barrier is all either needs there; that is the default too.
+ */
+#ifndef mmp_arch_pt_barrier
+static inline void mmp_arch_pt_barrier(void)
+{
+    __asm__ __volatile__("" ::: "memory");
+}
+#endif
+#ifndef mmp_arch_pt_publish
+static inline void mmp_arch_pt_publish(void)
+{
+    __asm__ __volatile__("" ::: "memory");
+}
+#endif
+
+#define PT_MAX_RANGES 8
+
+struct pt_range {
+    uint64_t lo, last; /* inclusive */
+};
+
+struct pt {
+    struct mmp_pt_geom g;
+    struct mmp_pt_ops ops;
+    uint64_t *root;
+    uint64_t root_pa;
+    uint32_t cfg_flags;
+    /* batching state (pt_batch.c) */
+    uint8_t barrier_pending;
+    uint8_t nranges;
+    uint8_t max_ranges;
+    uint8_t flush_all;
+    uint32_t range_flags; /* AND of the pending ranges' MMP_FLUSH_* hints */
+    uint32_t lazy_depth;
+    uint32_t lazy_paused;
+    struct pt_range r[PT_MAX_RANGES];
+    void *dfree;      /* table pages waiting for the flush, linked through entries 0/1 */
+    uint64_t dfree_pa;
+    struct mmp_pt_stats st;
+};
+
+_Static_assert(sizeof(struct pt) <= sizeof(struct mmp_pt), "struct mmp_pt too small");
+_Static_assert(sizeof(AO_t) == sizeof(uint64_t), "64-bit AO_t needed for descriptors");
+
+static inline struct pt *pt_of(struct mmp_pt *p)
+{
+    return (struct pt *)(void *)p;
+}
+static inline const struct pt *cpt_of(const struct mmp_pt *p)
+{
+    return (const struct pt *)(const void *)p;
+}
+
+/* One aligned atomic load/store per descriptor (no torn reads by walkers). */
+static inline uint64_t pt_ld(const uint64_t *p)
+{
+    return (uint64_t)AO_load((const volatile AO_t *)(const void *)p);
+}
+static inline void pt_st(uint64_t *p, uint64_t v)
+{
+    AO_store((volatile AO_t *)(void *)p, (AO_t)v);
+}
+
+static inline void *pt_p2v(const struct pt *pt, uint64_t pa)
+{
+    if (!pt->ops.phys_to_virt)
+        return (void *)(uintptr_t)pa;
+    return pt->ops.phys_to_virt(pt->ops.ctx, pa);
+}
+
+enum { PT_INV = 0, PT_TABLE = 1, PT_LEAF = 2 };
+
+static inline int pt_kind(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+{
+    if (!(e & g->valid_bit))
+        return PT_INV;
+    return (e & g->tbl_mask[d]) == g->tbl_val[d] ? PT_TABLE : PT_LEAF;
+}
+
+static inline uint64_t *pt_child(const struct pt *pt, uint64_t e)
+{
+    return (uint64_t *)pt_p2v(pt, e & pt->g.tbl_oa_mask);
+}
+
+static inline unsigned pt_idx(const struct mmp_pt_geom *g, unsigned d, uint64_t va)
+{
+    return (unsigned)(va >> g->shift[d]) & ((1u << g->nbits[d]) - 1);
+}
+
+static inline size_t pt_nent(const struct mmp_pt_geom *g, unsigned d)
+{
+    return (size_t)1 << g->nbits[d];
+}
+
+/* Batching layer (pt_batch.c). */
+/* n descriptors were stored into tables a walker can reach. */
+static inline void pt_written(struct pt *pt, uint64_t n)
+{
+    pt->st.entries_written += n;
+    if (!pt->barrier_pending) /* set only if not set: no RMW on the hot path */
+        pt->barrier_pending = 1;
+}
+/* Translations in [lo, last] changed: flush them before the call (or the
+ * lazy section) ends. */
+void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags);
+/* Break-before-make: the entries for [lo, last] were made invalid; emit the
+ * barrier and the flush now, whatever the batching mode. */
+void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags);
+/* A table page unlinked from the tree: freed after the covering flush. */
+void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa);
+/* End of one map/unmap/protect call: one barrier, one coalesced flush and
+ * the deferred frees, unless a lazy section defers them. */
+void mmp_core_pt_call_end(struct pt *pt);
+/* Emit everything pending now (lazy leave/flush/pause). */
+void mmp_core_pt_sync(struct pt *pt);
+
+/* Input-range check shared by every call: alignment (-EINVAL), wrap
+ * (-EOVERFLOW), VA bits / canonical form (-ERANGE); *last = va+size-1. */
+int mmp_core_pt_check_va(const struct pt *pt, uint64_t va, uint64_t size, uint64_t *last);
+
+/* The built-in allocator of a hosted build (host/linux), or NULL. */
+const struct mmp_pt_ops *mmp_host_pt_default_ops(void);
+
+#endif

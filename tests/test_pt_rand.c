@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Randomized differential test: random map / map-replace / unmap / protect
+ * calls against a page-granular reference model. After every step each
+ * page translates as the model says, contiguous runs keep their rules,
+ * table pages in use equal those a walk finds and the allocator's count,
+ * and no empty table is left.
+ */
+#include "pt_harness.h"
+
+static void differential(size_t c, int steps, uint64_t seed)
+{
+    struct tenv *e = tenv_new(&pt_cfgs[c].c);
+    struct mmp_pt_info inf;
+    mmp_pt_info(&e->pt, &inf);
+    uint64_t G = inf.granule;
+    uint64_t blk = 0;
+    for (unsigned b = 0; b < 40 && !blk; b++)
+        if ((inf.block_sizes >> b & 1) && (1ull << b) > G)
+            blk = 1ull << b;
+    uint64_t run = run_bytes_for(inf.cont_sizes, G);
+    /* window: 4 of the smallest blocks, but at most 8192 pages */
+    uint64_t W = blk * 4;
+    if (W / G > 8192)
+        W = 8192 * G;
+    uint64_t n = W / G, base = blk * 4;
+    struct mpage *m = calloc(n, sizeof *m);
+    static const uint32_t attrs_pool[] = {RW, RO, RW | MMP_MEM_DEVICE, RO | MMP_PROT_EXEC,
+                                          RW | MMP_MEM_NORMAL_NC};
+    for (int step = 0; step < steps; step++) {
+        uint64_t r = rnd64(&seed);
+        int op = (int)(r % 10);
+        /* sizes: a page, a few pages, a run, a block, or anything */
+        uint64_t pages;
+        switch (rnd64(&seed) % 5) {
+        case 0: pages = 1; break;
+        case 1: pages = 1 + rnd64(&seed) % 8; break;
+        case 2: pages = run ? run / G + (rnd64(&seed) % 3) - 1 : 16; break;
+        case 3: pages = blk / G; break;
+        default: pages = 1 + rnd64(&seed) % (n / 2); break;
+        }
+        if (pages == 0)
+            pages = 1;
+        if (pages > n)
+            pages = n;
+        uint64_t first = rnd64(&seed) % (n - pages + 1);
+        if (rnd64(&seed) % 3 == 0) { /* align the start to the size class */
+            uint64_t al = pages >= blk / G ? blk / G : run ? run / G : 1;
+            first -= first % al;
+        }
+        uint64_t va = base + first * G;
+        uint32_t attrs = attrs_pool[rnd64(&seed) % 5];
+        uint64_t pa = (rnd64(&seed) % 2) ? va + blk * 16 : (rnd64(&seed) % 4096) * G;
+        int rc, want = 0;
+        if (op < 5) { /* map, sometimes replacing */
+            int replace = op == 4;
+            int any = 0;
+            for (uint64_t i = 0; i < pages; i++)
+                any |= m[first + i].valid;
+            want = any && !replace ? -MMP_EEXIST : 0;
+            rc = mmp_pt_map(&e->pt, va, pa, pages * G, attrs, replace ? MMP_MAP_REPLACE : 0);
+            if (!want)
+                model_set(m, first, pages, pa, G, attrs, 1);
+        } else if (op < 8) {
+            rc = mmp_pt_unmap(&e->pt, va, pages * G);
+            model_set(m, first, pages, 0, G, 0, 0);
+        } else {
+            rc = mmp_pt_protect(&e->pt, va, pages * G, attrs);
+            for (uint64_t i = 0; i < pages; i++)
+                if (m[first + i].valid)
+                    m[first + i].attrs = attrs;
+        }
+        char ctx[128];
+        snprintf(ctx, sizeof ctx, "%s step %d op %d va %#llx pages %llu pa %#llx attrs %#x",
+                 pt_cfgs[c].name, step, op, (unsigned long long)va, (unsigned long long)pages,
+                 (unsigned long long)pa, attrs);
+        ck_assert_msg(rc == want, "%s: rc %d want %d", ctx, rc, want);
+        check_model(e, m, base, n, ctx);
+    }
+    /* Clearing everything leaves the root alone. */
+    ck_assert_int_eq(mmp_pt_unmap(&e->pt, base, W), 0);
+    ck_assert_int_eq(e->live, 1);
+    free(m);
+    tenv_free(e);
+}
+
+START_TEST(differential_vs_model)
+{
+    int steps = mmp_test_emulated() ? 300 : 3000;
+    for (size_t c = 0; c < NCFG; c++)
+        differential(c, steps, 0x9e3779b97f4a7c15ull ^ (c * 0x1234567));
+}
+END_TEST
+
+Suite *mmp_suite_pt_rand(void)
+{
+    Suite *s = suite_create("pt_rand");
+    MMP_ADD(s, differential_vs_model);
+    return s;
+}
