@@ -45,18 +45,12 @@ AO_INC := build/include-ao
 PL_CFLAGS = -std=c11 -Wall -Wextra -Werror -O2 -g -ffreestanding -fno-builtin -nostdinc \
              $(PL_ARCHFLAGS) -isystem $(CINC) -Icore/freestanding -Iinclude -Icore \
              -Iarch/$(PL_DIR) -I$(AO_INC) -Itests/mmu/common -Itests/mmu/$(PL_ARCH) \
-             $(VARIANT_FLAGS) $(PL_NO_PT)
+             $(VARIANT_FLAGS)
 
 LIB_SRC := $(sort $(wildcard core/*.c arch/*/pt_*.c) \
              $(filter-out arch/%/pt_%.c,$(wildcard arch/$(PL_DIR)/*.c arch/generic/*.c)) \
              $(wildcard host/none/*.c))
 PL_SRC := $(wildcard tests/mmu/common/*.c tests/mmu/$(PL_ARCH)/*.c)
-# Until the page-table engine (core/pt*.c) is in the tree, the payloads run
-# the bring-up checks only and report the scenarios as skipped.
-ifeq ($(wildcard core/pt*.c),)
-PL_SRC := $(filter-out tests/mmu/common/scenarios.c tests/mmu/%/arch_mmu.c,$(PL_SRC))
-PL_NO_PT := -DPL_NO_PT
-endif
 PL_ASM := $(wildcard tests/mmu/$(PL_ARCH)/*.S)
 OBJS := $(patsubst %,$(O)/obj/%.o,$(LIB_SRC) $(PL_SRC) $(PL_ASM))
 

@@ -146,10 +146,14 @@ static uint64_t el2_at(uint64_t va, uint64_t write, uint64_t c)
 
 int pl_arch_activate(const struct pl_target *t, const struct mmp_pt *pt)
 {
+    struct mmp_pt_info info;
+    if (mmp_pt_info(pt, &info))
+        return -1;
+    if (info.t0sz != 64 - t->cfg.va_bits) {
+        pl_printf("  mmp_pt_info: T0SZ %u, want %u\n", info.t0sz, 64 - t->cfg.va_bits);
+        return -1;
+    }
     if (t->arch_flags & F_S2) {
-        struct mmp_pt_info info;
-        if (mmp_pt_info(pt, &info))
-            return -1;
         /* VTCR_EL2 (D19.2.152): T0SZ, SL0 [7:6], IRGN0/ORGN0 WBWA, SH0 inner,
          * TG0 [15:14], PS [18:16], RES1 bit 31. */
         uint64_t tg0 = t->cfg.granule == 4096 ? 0 : t->cfg.granule == 65536 ? 1 : 2;
@@ -159,6 +163,11 @@ int pl_arch_activate(const struct pl_target *t, const struct mmp_pt *pt)
         pl_el2_call(el2_stage2, vtcr, mmp_pt_root(pt), 1);
         stage2_on = 1;
         return 0;
+    }
+    /* The AttrIndx values the encoder writes assume this MAIR. */
+    if (info.mair != pl_mair) {
+        pl_printf("  mmp_pt_info: MAIR %lx, the payload loads %lx\n", info.mair, pl_mair);
+        return -1;
     }
     /* TCR_EL1 (D19.2.139): T0SZ, IRGN0/ORGN0 = WBWA, SH0 = inner,
      * TG0 (4K 0b00, 64K 0b01, 16K 0b10), EPD1 (no TTBR1 walks) with a

@@ -163,10 +163,6 @@ int pl_main(void)
     bringup();
     tlb_helpers();
     el2_tlb_helpers();
-#ifdef PL_NO_PT
-    pl_skip("the page-table engine (core/pt*.c) is not in this tree", "page-table scenarios");
-#else
     pl_run_scenarios();
-#endif
     pl_finish();
 }

@@ -113,11 +113,7 @@ int pl_main(void)
               (r[2] >> 16) & 1 ? "yes" : "no");
     bringup();
     tlb_helpers();
-#ifdef PL_NO_PT
-    pl_skip("the page-table engine (core/pt*.c) is not in this tree", "page-table scenarios");
-#else
     pl_run_scenarios();
-#endif
     bringup_la57((r[2] >> 16) & 1);
     pl_finish();
 }
