@@ -1,7 +1,8 @@
 # Builds the real-MMU payloads (tests/mmu/) from the library's own
 # freestanding sources: core/, the descriptor formats arch/*/pt_*.c, the
 # arch directory's instructions, arch/generic/ and host/none/.
-#   make -f tests/mmu/mmu.mk PL_ARCH=<aarch64|x86_64> [PL_VARIANT=flip] [PL_CC=gcc|clang]
+#   make -f tests/mmu/mmu.mk PL_ARCH=<aarch64|x86_64> [PL_VARIANT=flip|<name>] [PL_CC=gcc|clang]
+#        [PL_EXTRA="-DPL_SEED=0x1234 -DPL_NOPS=1000"]  (use a PL_VARIANT name with PL_EXTRA)
 # Output: build/mmu/<arch>[-<variant>]/payload.elf (x86_64: an ELF32 copy,
 # payload32.elf, is what QEMU's multiboot loader accepts).
 PL_ARCH ?= aarch64
@@ -45,7 +46,7 @@ AO_INC := build/include-ao
 PL_CFLAGS = -std=c11 -Wall -Wextra -Werror -O2 -g -ffreestanding -fno-builtin -nostdinc \
              $(PL_ARCHFLAGS) -isystem $(CINC) -Icore/freestanding -Iinclude -Icore \
              -Iarch/$(PL_DIR) -I$(AO_INC) -Itests/mmu/common -Itests/mmu/$(PL_ARCH) \
-             $(VARIANT_FLAGS)
+             $(VARIANT_FLAGS) $(PL_EXTRA)
 
 LIB_SRC := $(sort $(wildcard core/*.c arch/*/pt_*.c) \
              $(filter-out arch/%/pt_%.c,$(wildcard arch/$(PL_DIR)/*.c arch/generic/*.c)) \

@@ -218,11 +218,15 @@ struct walk_ctx {
 };
 
 /* Every leaf the engine reports must lie inside one model extent. */
+static unsigned long kinds_seen[3]; /* walked leaves by enum mmp_pt_leaf_kind */
+
 static int walk_leaf(void *arg, const struct mmp_pt_leaf *l)
 {
     struct walk_ctx *w = arg;
     struct pl_expect e;
     w->leaves++;
+    if (l->kind < 3)
+        kinds_seen[l->kind]++;
     uint64_t lo = l->va > w->lo ? l->va : w->lo;
     uint64_t hi = l->va + l->size < w->hi ? l->va + l->size : w->hi;
     if (!model_find(lo, &e) || e.pa != l->pa + (lo - l->va) || e.attrs != l->attrs)
@@ -553,6 +557,7 @@ static void sc_random(struct mmp_pt *pt, uint64_t seed, unsigned nops)
         RO | MMP_MEM_DEVICE, RW | MMP_PROT_GLOBAL,
     };
     unsigned counts[4] = { 0, 0, 0, 0 };
+    kinds_seen[0] = kinds_seen[1] = kinds_seen[2] = 0;
     uint64_t rs = seed; /* the operations' own stream: checks draw from pl_rand() */
     scenario_begin();
     for (unsigned i = 0; i < nops && mismatches < MAX_REPORTS; i++) {
@@ -578,11 +583,14 @@ static void sc_random(struct mmp_pt *pt, uint64_t seed, unsigned nops)
         uint64_t pa = pl_scratch_lo + off % maxu;
         uint32_t a = fit(attrs[rnd(&rs, PL_ARRAY_SIZE(attrs))]);
         unsigned op = (unsigned)rnd(&rs, 8);
+        /* now and then a map that must not use blocks or contiguous runs */
+        unsigned r = (unsigned)rnd(&rs, 16);
+        uint32_t mf = r == 0 ? MMP_MAP_NO_BLOCK : r == 1 ? MMP_MAP_NO_CONT : 0;
         if (op < 3) {
-            op_map(pt, va, pa, size, a, 0);
+            op_map(pt, va, pa, size, a, mf);
             counts[0]++;
         } else if (op < 5) {
-            op_map(pt, va, pa, size, a, MMP_MAP_REPLACE);
+            op_map(pt, va, pa, size, a, mf | MMP_MAP_REPLACE);
             counts[1]++;
         } else if (op < 7) {
             op_unmap(pt, va, size);
@@ -596,6 +604,8 @@ static void sc_random(struct mmp_pt *pt, uint64_t seed, unsigned nops)
     verify(pt, cur->window, cur->window + win);
     op_unmap(pt, cur->window, win);
     verify(pt, cur->window, cur->window + win);
+    pl_printf("  random: leaves walked: %lu pages, %lu in contiguous runs, %lu blocks\n",
+              kinds_seen[MMP_LEAF_PAGE], kinds_seen[MMP_LEAF_CONT], kinds_seen[MMP_LEAF_BLOCK]);
     scenario_end("random sequence, seed %lx: %u ops (%u map, %u replace, %u unmap, %u protect)",
                  seed, nops, counts[0], counts[1], counts[2], counts[3]);
 }
@@ -619,6 +629,13 @@ static void sc_enomem(struct mmp_pt *pt)
     op_unmap(pt, va - gran, gran);
     scenario_end("a map that runs out of table memory changes nothing");
 }
+
+#ifndef PL_SEED
+#define PL_SEED 0x6d6d7530 /* override: make -f tests/mmu/mmu.mk PL_EXTRA=-DPL_SEED=... */
+#endif
+#ifndef PL_NOPS
+#define PL_NOPS 300
+#endif
 
 static void run_target(const struct pl_target *t, unsigned idx)
 {
@@ -661,7 +678,17 @@ static void run_target(const struct pl_target *t, unsigned idx)
     sc_attrs(&pt);
     sc_sparse(&pt);
     sc_enomem(&pt);
-    sc_random(&pt, 0x6d6d7530 + idx, 300);
+    sc_random(&pt, PL_SEED + idx, PL_NOPS);
+
+    /* Everything the scenarios mapped is gone: no table left empty, and the
+     * engine's count of table pages agrees with a walk and with the arena. */
+    struct mmp_pt_usage u;
+    struct mmp_pt_stats st0;
+    mmp_pt_stats(&pt, &st0);
+    rc = mmp_pt_usage(&pt, &u);
+    pl_result(rc == 0 && u.empty_tables == 0 && u.table_pages == st0.table_pages,
+              "%s: no empty table left behind (%lu empty, %lu table pages, stats say %lu)",
+              t->name, u.empty_tables, u.table_pages, st0.table_pages);
 
     pl_arch_deactivate();
     struct mmp_pt_stats st;
