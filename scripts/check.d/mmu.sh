@@ -1,8 +1,9 @@
 #!/bin/sh
 # Real-MMU conformance (docs/mmu.md): builds the freestanding payloads of
 # tests/mmu/ from the library's own sources, boots them under QEMU system
-# emulation (aarch64: cortex-a57 and max; x86-64: 4-level and 5-level
-# CPUs) and counts their PASS/FAIL/SKIP lines. A second build with
+# emulation (aarch64: cortex-a57 and max, entered at EL1 and at EL2;
+# x86-64: max and qemu64,+la57), built with gcc and with clang, and counts
+# their PASS/FAIL/SKIP lines. A second build with
 # -DMMP_TEST_FLIP_ATTR_BIT corrupts one descriptor bit and must FAIL:
 # that shows the checks can catch a wrong table.
 # Writes "passed failed skipped" to $MMPORT_TEST_RESULTS; exits non-zero
@@ -18,10 +19,11 @@ fail() { echo "FAIL: $*"; f=$((f + 1)); }
 skip() { echo "SKIP: $*"; s=$((s + 1)); }
 want() { [ -z "${MMU_ONLY:-}" ] || case " $MMU_ONLY " in *" $1 "*) ;; *) return 1 ;; esac; }
 
-build() { # build <arch> [variant]
+build() { # build <arch> [variant: flip, or clang to compile with clang]
     log=$out/logs/build-$1${2:+-$2}.log
-    if $MAKE --no-print-directory -f tests/mmu/mmu.mk PL_ARCH="$1" PL_VARIANT="${2:-}" \
-        > "$log" 2>&1; then
+    cc=gcc; [ "${2:-}" = clang ] && cc=clang
+    if $MAKE --no-print-directory -j2 -f tests/mmu/mmu.mk PL_ARCH="$1" PL_VARIANT="${2:-}" \
+        PL_CC=$cc > "$log" 2>&1; then
         pass "mmu: build $1${2:+ ($2)} payload"
     else
         tail -20 "$log"
@@ -72,6 +74,11 @@ if want aarch64; then
             run "aarch64-${m%%:*}" 0 $A64 -M "${m#*:}" -cpu "${m%%:*}" -m 2G -nographic \
                 -semihosting -kernel $out/aarch64/payload.elf
         done
+        # The clang build, on cortex-a57 entered at EL2 (stage 2 without 16K).
+        if build aarch64 clang; then
+            run aarch64-clang-cortex-a57 0 $A64 -M virt,virtualization=on -cpu cortex-a57 \
+                -m 2G -nographic -semihosting -kernel $out/aarch64-clang/payload.elf
+        fi
         if build aarch64 flip; then
             run_flip aarch64-flip 0 $A64 -M virt -cpu cortex-a57 -m 2G -nographic \
                 -semihosting -kernel $out/aarch64-flip/payload.elf
@@ -94,6 +101,9 @@ if want x86_64; then
         for cpu in max qemu64,+la57; do
             run "x86_64-${cpu%%,*}" 1 $(x64 $cpu $out/x86_64/payload32.elf)
         done
+        if build x86_64 clang; then
+            run x86_64-clang-max 1 $(x64 max $out/x86_64-clang/payload32.elf)
+        fi
         if build x86_64 flip; then
             run_flip x86_64-flip 1 $(x64 max $out/x86_64-flip/payload32.elf)
         fi
