@@ -32,6 +32,9 @@ int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct 
     int rc = mmp_core_pt_geom(&pt->g, cfg);
     if (rc)
         return rc;
+    static const mmp_core_pt_run_fn runs[] = {NULL, NULL, mmp_core_pt_run2, mmp_core_pt_run3,
+                                               mmp_core_pt_run4, mmp_core_pt_run5};
+    pt->run = runs[pt->g.nlev];
     pt->ops = *ops;
     pt->cfg_flags = cfg->flags;
     pt->max_ranges = (uint8_t)(cfg->flush_ranges ? cfg->flush_ranges : 4);

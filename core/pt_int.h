@@ -37,12 +37,21 @@ static inline void mmp_arch_pt_publish(void)
 
 #define PT_MAX_RANGES 8
 
+struct pt_op;
+/* The update engine, specialised per depth (core/pt_engine.h). */
+typedef int (*mmp_core_pt_run_fn)(struct pt_op *o, uint64_t va, uint64_t last);
+int mmp_core_pt_run2(struct pt_op *o, uint64_t va, uint64_t last);
+int mmp_core_pt_run3(struct pt_op *o, uint64_t va, uint64_t last);
+int mmp_core_pt_run4(struct pt_op *o, uint64_t va, uint64_t last);
+int mmp_core_pt_run5(struct pt_op *o, uint64_t va, uint64_t last);
+
 struct pt_range {
     uint64_t lo, last; /* inclusive */
 };
 
 struct pt {
     struct mmp_pt_geom g;
+    mmp_core_pt_run_fn run; /* chosen once for the depth: no per-level test of it */
     struct mmp_pt_ops ops;
     uint64_t *root;
     uint64_t root_pa;

@@ -9,5 +9,6 @@
 #include <mmport/common.h>
 #include <mmport/cpu.h>
 #include <mmport/pt.h>
+#include <mmport/lazy.h>
 
 #endif

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Lazy-MMU sections: they only widen the batching window of pt_batch.c
+ * from one call to the whole section (Linux arch_enter/leave_lazy_mmu_mode,
+ * Xen PV multicalls).
+ */
+#include <mmport/lazy.h>
+
+#include "pt_int.h"
+
+static struct pt *live(struct mmp_pt *p)
+{
+    return p && pt_of(p)->root ? pt_of(p) : NULL;
+}
+
+int mmp_lazy_enter(struct mmp_pt *p)
+{
+    struct pt *pt = live(p);
+    if (!pt)
+        return -MMP_EINVAL;
+    pt->lazy_depth++;
+    return 0;
+}
+
+int mmp_lazy_leave(struct mmp_pt *p)
+{
+    struct pt *pt = live(p);
+    if (!pt || !pt->lazy_depth)
+        return -MMP_EINVAL;
+    if (pt->lazy_depth == 1 && pt->lazy_paused)
+        return -MMP_EBUSY;
+    if (--pt->lazy_depth == 0)
+        mmp_core_pt_call_end(pt);
+    return 0;
+}
+
+int mmp_lazy_flush(struct mmp_pt *p)
+{
+    struct pt *pt = live(p);
+    if (!pt || !pt->lazy_depth)
+        return -MMP_EINVAL;
+    mmp_core_pt_sync(pt);
+    return 0;
+}
+
+int mmp_lazy_pause(struct mmp_pt *p)
+{
+    struct pt *pt = live(p);
+    if (!pt || !pt->lazy_depth)
+        return -MMP_EINVAL;
+    pt->lazy_paused++;
+    mmp_core_pt_call_end(pt);
+    return 0;
+}
+
+int mmp_lazy_resume(struct mmp_pt *p)
+{
+    struct pt *pt = live(p);
+    if (!pt || !pt->lazy_paused)
+        return -MMP_EINVAL;
+    pt->lazy_paused--;
+    return 0;
+}
+
+unsigned mmp_lazy_depth(const struct mmp_pt *p)
+{
+    return p ? cpt_of(p)->lazy_depth : 0;
+}
