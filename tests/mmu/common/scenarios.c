@@ -573,10 +573,10 @@ static void sc_random(struct mmp_pt *pt, uint64_t seed, unsigned nops)
             off += rnd(&rs, 8) * gran;
             size += rnd(&rs, 8) * gran;
         }
+        if (off >= win)
+            continue;
         if (off + size > win)
             size = win - off;
-        if (!size)
-            continue;
         uint64_t va = cur->window + off;
         /* PA congruent to the VA modulo the largest leaf, so blocks happen,
          * and inside scratch RAM where it can, so real accesses run */
