@@ -294,6 +294,52 @@ __attribute__((format(printf, 1, 2))) static void scenario_end(const char *fmt, 
               (pl_arch_now_us() - t_scenario) / 1000);
 }
 
+/* ---- break-before-make, seen from the tlb_flush hook ---- */
+
+/*
+ * arm64 needs break-before-make when a valid entry changes its output
+ * address or memory type (Arm ARM D8.16.1). mmp_pt_ops::tlb_flush is
+ * called after the old entries were made invalid and before new ones are
+ * written, so when the hook runs, no address in the flushed range may
+ * already translate to a different frame or memory type than before the
+ * operation (the model still holds that state while the engine runs).
+ */
+static const struct mmp_pt *live_pt;
+static unsigned long bbm_checked, bbm_broken, bbm_violations;
+
+static void bbm_check_va(uint64_t va)
+{
+    struct pl_expect before;
+    struct mmp_pt_leaf now;
+    if (!model_find(va, &before))
+        return;
+    bbm_checked++;
+    if (mmp_pt_lookup(live_pt, va, &now) != 0) {
+        bbm_broken++;
+        return;
+    }
+    uint64_t pa = now.pa + (va - now.va);
+    if (pa != before.pa || ((now.attrs ^ before.attrs) & MMP_MEM_MASK)) {
+        if (bbm_violations++ < 4)
+            pl_printf("  break-before-make: at the flush of %lx the entry is already new "
+                      "(PA %lx attrs %x, was PA %lx attrs %x)\n",
+                      va, pa, now.attrs, before.pa, before.attrs);
+        mismatches++;
+    }
+}
+
+static void flush_hook(void *ctx, uint64_t va, uint64_t size, unsigned flags)
+{
+    if (live_pt && cur->cfg.format != MMP_PT_X86_64 && !(flags & MMP_FLUSH_ALL) && size) {
+        uint64_t last = (va + size - 1) & ~(gran - 1);
+        bbm_check_va(va & ~(gran - 1));
+        bbm_check_va(last);
+        for (int i = 0; i < 4 && size > 2 * gran; i++)
+            bbm_check_va((va + pl_rand_below(size)) & ~(gran - 1));
+    }
+    pl_arch_tlb_flush(ctx, va, size, flags);
+}
+
 /* ---- operations: engine + model ---- */
 
 /* Drop the permission bits the format has no place for (stage 2: USER, GLOBAL). */
@@ -640,7 +686,7 @@ static void sc_enomem(struct mmp_pt *pt)
 static void run_target(const struct pl_target *t, unsigned idx)
 {
     struct mmp_pt pt;
-    struct mmp_pt_ops ops = { pl_alloc_table, pl_free_table, pl_phys_to_virt, pl_arch_tlb_flush,
+    struct mmp_pt_ops ops = { pl_alloc_table, pl_free_table, pl_phys_to_virt, flush_hook,
                               (void *)(uintptr_t)t };
     cur = t;
     gran = t->cfg.granule;
@@ -668,6 +714,8 @@ static void run_target(const struct pl_target *t, unsigned idx)
     verify(&pt, lo, hi);
     pl_result(mismatches == 0, "%s: payload runs on the mmport table (identity map checked)",
               t->name);
+    live_pt = &pt;
+    bbm_checked = bbm_broken = bbm_violations = 0;
 
     struct sizes s = target_sizes(t);
     sc_leaf_kinds(&pt);
@@ -690,11 +738,15 @@ static void run_target(const struct pl_target *t, unsigned idx)
               "%s: no empty table left behind (%lu empty, %lu table pages, stats say %lu)",
               t->name, u.empty_tables, u.table_pages, st0.table_pages);
 
+    live_pt = 0;
     pl_arch_deactivate();
     struct mmp_pt_stats st;
     mmp_pt_stats(&pt, &st);
-    pl_printf("  stats: %lu entries written, %lu flushes, %lu barriers, %lu table pages\n",
-              st.entries_written, st.flushes, st.barriers, st.table_pages);
+    pl_printf("  stats: %lu entries written, %lu flushes, %lu barriers, %lu break-before-make, "
+              "%lu table pages\n  at flush time: %lu mapped addresses sampled, %lu of them "
+              "invalid (broken), %lu already new (break-before-make violated)\n",
+              st.entries_written, st.flushes, st.barriers, st.bbm, st.table_pages, bbm_checked,
+              bbm_broken, bbm_violations);
     mmp_pt_fini(&pt);
     pl_result(arena_pages == pages0, "%s: every table page is given back (%u left)", t->name,
               arena_pages - pages0);
