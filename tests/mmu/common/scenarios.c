@@ -298,44 +298,88 @@ __attribute__((format(printf, 1, 2))) static void scenario_end(const char *fmt, 
 
 /*
  * arm64 needs break-before-make when a valid entry changes its output
- * address or memory type (Arm ARM D8.16.1). mmp_pt_ops::tlb_flush is
- * called after the old entries were made invalid and before new ones are
- * written, so when the hook runs, no address in the flushed range may
- * already translate to a different frame or memory type than before the
- * operation (the model still holds that state while the engine runs).
+ * address, memory type, block size or contiguous bit (Arm ARM D8.16.1):
+ * make the entries invalid, flush, then write the new ones. Two checks,
+ * while the engine runs (the model still holds the state before the call):
+ * - the engine counts each such sequence (mmp_pt_stats::bbm) as it issues
+ *   its flush, so when the hook sees that count move, the flushed range is
+ *   a broken one: no address in it may translate at that moment;
+ * - at any other flush, an address outside this call's broken ranges may
+ *   not already translate to a different frame or memory type than before
+ *   the call (that change needed break-before-make).
  */
 static const struct mmp_pt *live_pt;
-static unsigned long bbm_checked, bbm_broken, bbm_violations;
+static uint64_t last_bbm;
+static unsigned long bbm_flushes, bbm_checked, bbm_violations;
+static struct {
+    uint64_t lo, last;
+} broken[32]; /* this call's break-before-make ranges */
+static unsigned nbroken;
+static int broken_overflow;
 
-static void bbm_check_va(uint64_t va)
+static void op_begin(void)
+{
+    nbroken = 0;
+    broken_overflow = 0;
+}
+
+static void bbm_violation(uint64_t va, const char *what, uint64_t pa)
+{
+    if (bbm_violations++ < 4)
+        pl_printf("  break-before-make: at a flush, %lx %s (now to %lx)\n", va, what, pa);
+    mismatches++;
+}
+
+static void bbm_check_broken(uint64_t va)
+{
+    struct mmp_pt_leaf now;
+    bbm_checked++;
+    if (mmp_pt_lookup(live_pt, va, &now) == 0)
+        bbm_violation(va, "still translates in its break-before-make flush",
+                      now.pa + (va - now.va));
+}
+
+static void bbm_check_changed(uint64_t va)
 {
     struct pl_expect before;
     struct mmp_pt_leaf now;
-    if (!model_find(va, &before))
+    if (broken_overflow)
+        return;
+    for (unsigned i = 0; i < nbroken; i++)
+        if (va >= broken[i].lo && va <= broken[i].last)
+            return;
+    if (!model_find(va, &before) || mmp_pt_lookup(live_pt, va, &now) != 0)
         return;
     bbm_checked++;
-    if (mmp_pt_lookup(live_pt, va, &now) != 0) {
-        bbm_broken++;
-        return;
-    }
     uint64_t pa = now.pa + (va - now.va);
-    if (pa != before.pa || ((now.attrs ^ before.attrs) & MMP_MEM_MASK)) {
-        if (bbm_violations++ < 4)
-            pl_printf("  break-before-make: at the flush of %lx the entry is already new "
-                      "(PA %lx attrs %x, was PA %lx attrs %x)\n",
-                      va, pa, now.attrs, before.pa, before.attrs);
-        mismatches++;
-    }
+    if (pa != before.pa || ((now.attrs ^ before.attrs) & MMP_MEM_MASK))
+        bbm_violation(va, "changed frame or memory type without break-before-make", pa);
 }
 
 static void flush_hook(void *ctx, uint64_t va, uint64_t size, unsigned flags)
 {
-    if (live_pt && cur->cfg.format != MMP_PT_X86_64 && !(flags & MMP_FLUSH_ALL) && size) {
-        uint64_t last = (va + size - 1) & ~(gran - 1);
-        bbm_check_va(va & ~(gran - 1));
-        bbm_check_va(last);
-        for (int i = 0; i < 4 && size > 2 * gran; i++)
-            bbm_check_va((va + pl_rand_below(size)) & ~(gran - 1));
+    struct mmp_pt_stats st;
+    if (live_pt && !(flags & MMP_FLUSH_ALL) && size) {
+        mmp_pt_stats(live_pt, &st);
+        int bbm = st.bbm != last_bbm;
+        void (*check)(uint64_t) = bbm_check_changed;
+        last_bbm = st.bbm;
+        if (bbm) {
+            bbm_flushes++;
+            check = bbm_check_broken;
+            if (nbroken < PL_ARRAY_SIZE(broken)) {
+                broken[nbroken].lo = va;
+                broken[nbroken++].last = va + size - 1;
+            } else {
+                broken_overflow = 1;
+            }
+        }
+        if (bbm || cur->cfg.format != MMP_PT_X86_64) {
+            check(va & ~(gran - 1));
+            check((va + size - 1) & ~(gran - 1));
+            for (int i = 0; i < 4 && size > 2 * gran; i++)
+                check((va + pl_rand_below(size)) & ~(gran - 1));
+        }
     }
     pl_arch_tlb_flush(ctx, va, size, flags);
 }
@@ -352,6 +396,7 @@ static int op_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t size, ui
                   uint32_t flags)
 {
     int overl = model_overlaps(va, size);
+    op_begin();
     int rc = mmp_pt_map(pt, va, pa, size, attrs, flags);
     int want = overl && !(flags & MMP_MAP_REPLACE) ? -MMP_EEXIST : 0;
     if (rc != want) {
@@ -367,6 +412,7 @@ static int op_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t size, ui
 
 static int op_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size)
 {
+    op_begin();
     int rc = mmp_pt_unmap(pt, va, size);
     if (rc)
         mismatch(va, "mmp_pt_unmap rc", 0, (uint64_t)rc);
@@ -377,6 +423,7 @@ static int op_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size)
 
 static int op_protect(struct mmp_pt *pt, uint64_t va, uint64_t size, uint32_t attrs)
 {
+    op_begin();
     int rc = mmp_pt_protect(pt, va, size, attrs);
     if (rc)
         mismatch(va, "mmp_pt_protect rc", 0, (uint64_t)rc);
@@ -715,7 +762,10 @@ static void run_target(const struct pl_target *t, unsigned idx)
     pl_result(mismatches == 0, "%s: payload runs on the mmport table (identity map checked)",
               t->name);
     live_pt = &pt;
-    bbm_checked = bbm_broken = bbm_violations = 0;
+    struct mmp_pt_stats st;
+    mmp_pt_stats(&pt, &st);
+    last_bbm = st.bbm;
+    bbm_flushes = bbm_checked = bbm_violations = 0;
 
     struct sizes s = target_sizes(t);
     sc_leaf_kinds(&pt);
@@ -740,13 +790,12 @@ static void run_target(const struct pl_target *t, unsigned idx)
 
     live_pt = 0;
     pl_arch_deactivate();
-    struct mmp_pt_stats st;
     mmp_pt_stats(&pt, &st);
     pl_printf("  stats: %lu entries written, %lu flushes, %lu barriers, %lu break-before-make, "
-              "%lu table pages\n  at flush time: %lu mapped addresses sampled, %lu of them "
-              "invalid (broken), %lu already new (break-before-make violated)\n",
-              st.entries_written, st.flushes, st.barriers, st.bbm, st.table_pages, bbm_checked,
-              bbm_broken, bbm_violations);
+              "%lu table pages\n  break-before-make flushes seen: %lu; %lu addresses checked at "
+              "flush time, %lu violations\n",
+              st.entries_written, st.flushes, st.barriers, st.bbm, st.table_pages, bbm_flushes,
+              bbm_checked, bbm_violations);
     mmp_pt_fini(&pt);
     pl_result(arena_pages == pages0, "%s: every table page is given back (%u left)", t->name,
               arena_pages - pages0);
