@@ -14,6 +14,8 @@
  */
 #include "mmu.h"
 
+#include <mmport/lazy.h>
+
 extern char __image_start[], __image_end[], __arena_start[], __arena_end[];
 
 /* ---- table memory: a bitmap allocator over the arena, 4 KiB units ---- */
@@ -51,9 +53,12 @@ static void *pl_alloc_table(void *ctx, size_t bytes, uint64_t *pa)
     return 0;
 }
 
+static unsigned long table_frees;
+
 static void pl_free_table(void *ctx, void *va, uint64_t pa, size_t bytes)
 {
     (void)ctx;
+    table_frees++;
     (void)va;
     unsigned i = (unsigned)((pa - (uint64_t)(uintptr_t)__arena_start) / UNIT);
     for (unsigned j = 0; j < (bytes + UNIT - 1) / UNIT; j++)
@@ -309,6 +314,8 @@ __attribute__((format(printf, 1, 2))) static void scenario_end(const char *fmt, 
  *   the call (that change needed break-before-make).
  */
 static const struct mmp_pt *live_pt;
+static int in_lazy;                /* inside a lazy section, not paused */
+static unsigned long lazy_flushes; /* flushes other than break-before-make while in_lazy */
 static uint64_t last_bbm;
 static unsigned long bbm_flushes, bbm_checked, bbm_violations;
 static struct {
@@ -317,10 +324,31 @@ static struct {
 static unsigned nbroken;
 static int broken_overflow;
 
+/* Every flush of the current call (or lazy leave), to check coverage. */
+static struct {
+    uint64_t lo, last;
+} flushed[32];
+static unsigned nflushed;
+static int flushed_all; /* a full flush, or more ranges than recorded */
+
 static void op_begin(void)
 {
     nbroken = 0;
     broken_overflow = 0;
+    if (!in_lazy) { /* a lazy section records its flushes from enter to leave */
+        nflushed = 0;
+        flushed_all = 0;
+    }
+}
+
+static int flush_covers(uint64_t va)
+{
+    if (flushed_all)
+        return 1;
+    for (unsigned i = 0; i < nflushed; i++)
+        if (va >= flushed[i].lo && va <= flushed[i].last)
+            return 1;
+    return 0;
 }
 
 static void bbm_violation(uint64_t va, const char *what, uint64_t pa)
@@ -359,11 +387,19 @@ static void bbm_check_changed(uint64_t va)
 static void flush_hook(void *ctx, uint64_t va, uint64_t size, unsigned flags)
 {
     struct mmp_pt_stats st;
+    if ((flags & MMP_FLUSH_ALL) || nflushed == PL_ARRAY_SIZE(flushed)) {
+        flushed_all = 1;
+    } else if (size) {
+        flushed[nflushed].lo = va;
+        flushed[nflushed++].last = va + size - 1;
+    }
     if (live_pt && !(flags & MMP_FLUSH_ALL) && size) {
         mmp_pt_stats(live_pt, &st);
         int bbm = st.bbm != last_bbm;
         void (*check)(uint64_t) = bbm_check_changed;
         last_bbm = st.bbm;
+        if (in_lazy && !bbm)
+            lazy_flushes++;
         if (bbm) {
             bbm_flushes++;
             check = bbm_check_broken;
@@ -392,10 +428,47 @@ static uint32_t fit(uint32_t attrs)
     return attrs & (cur->prot_mask | MMP_MEM_MASK);
 }
 
+/*
+ * After a call (outside a lazy section), every address that was mapped
+ * and now translates differently (or not at all) must lie in a range the
+ * call flushed: otherwise a stale TLB entry may survive. Sampled.
+ */
+#define NSAMPLE 6
+struct sample {
+    uint64_t va[NSAMPLE];
+    struct pl_expect before[NSAMPLE];
+};
+
+static void sample_before(struct sample *sm, uint64_t va, uint64_t size)
+{
+    uint64_t last = (va + size - 1) & ~(gran - 1);
+    for (unsigned i = 0; i < NSAMPLE; i++) {
+        sm->va[i] = i == 0 ? va : i == 1 ? last : (va + pl_rand_below(size)) & ~(gran - 1);
+        model_find(sm->va[i], &sm->before[i]);
+    }
+}
+
+static void sample_after(const struct sample *sm, const char *op)
+{
+    if (in_lazy || !live_pt)
+        return;
+    for (unsigned i = 0; i < NSAMPLE; i++) {
+        struct pl_expect a;
+        const struct pl_expect *b = &sm->before[i];
+        model_find(sm->va[i], &a);
+        if (!b->mapped || (a.mapped && a.pa == b->pa && a.attrs == b->attrs))
+            continue;
+        if (!flush_covers(sm->va[i]))
+            mismatch(sm->va[i], op, 1, 0);
+    }
+}
+
 static int op_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t size, uint32_t attrs,
                   uint32_t flags)
 {
+    struct sample sm;
     int overl = model_overlaps(va, size);
+    sample_before(&sm, va, size);
     op_begin();
     int rc = mmp_pt_map(pt, va, pa, size, attrs, flags);
     int want = overl && !(flags & MMP_MAP_REPLACE) ? -MMP_EEXIST : 0;
@@ -407,28 +480,35 @@ static int op_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t size, ui
         mismatch(va, "model full", 0, 0);
         return -1;
     }
+    sample_after(&sm, "replaced by mmp_pt_map but not flushed (covered)");
     return rc;
 }
 
 static int op_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size)
 {
+    struct sample sm;
+    sample_before(&sm, va, size);
     op_begin();
     int rc = mmp_pt_unmap(pt, va, size);
     if (rc)
         mismatch(va, "mmp_pt_unmap rc", 0, (uint64_t)rc);
     else
         model_unmap(va, size);
+    sample_after(&sm, "unmapped but not flushed (covered)");
     return rc;
 }
 
 static int op_protect(struct mmp_pt *pt, uint64_t va, uint64_t size, uint32_t attrs)
 {
+    struct sample sm;
+    sample_before(&sm, va, size);
     op_begin();
     int rc = mmp_pt_protect(pt, va, size, attrs);
     if (rc)
         mismatch(va, "mmp_pt_protect rc", 0, (uint64_t)rc);
     else
         model_protect(va, size, attrs);
+    sample_after(&sm, "protected but not flushed (covered)");
     return rc;
 }
 
@@ -703,6 +783,82 @@ static void sc_random(struct mmp_pt *pt, uint64_t seed, unsigned nops)
                  seed, nops, counts[0], counts[1], counts[2], counts[3]);
 }
 
+/*
+ * Lazy-MMU sections (mmport/lazy.h) on the live table: the MMU's TLB is
+ * filled first, then updates run inside a nested section. Inside it only
+ * break-before-make may flush and no table page may be freed; the inner
+ * leave emits nothing; after the outer leave the MMU must show the new
+ * state everywhere. A paused section must act at once.
+ */
+static void sc_lazy(struct mmp_pt *pt)
+{
+    struct sizes s = target_sizes(cur);
+    uint64_t blk = s.block, va = cur->window + 4 * blk, pa = pl_scratch_lo;
+    uint64_t len = 2 * blk + 5 * gran;
+    struct mmp_pt_stats st0, st1;
+    scenario_begin();
+    op_map(pt, va, pa, len, RW, 0);
+    op_map(pt, va + 3 * blk + gran, pa + gran, 3 * gran, RW, 0); /* needs its own last-level table */
+    verify(pt, va, va + 4 * blk);
+    /* the addresses the section changes, touched now so the TLB holds them */
+    const uint64_t touch[] = { va + gran,           va + 2 * gran,      va + blk / 2,
+                               va + blk,            va + blk + 3 * gran, va + 2 * blk,
+                               va + 2 * blk + gran, va + 3 * blk + gran, va + 3 * blk + 3 * gran };
+    for (unsigned i = 0; i < PL_ARRAY_SIZE(touch); i++)
+        check_va(pt, touch[i]);
+
+    if (mmp_lazy_enter(pt) || mmp_lazy_enter(pt) || mmp_lazy_depth(pt) != 2)
+        mismatch(va, "mmp_lazy_enter twice (depth)", 2, mmp_lazy_depth(pt));
+    unsigned long frees0 = table_frees;
+    op_begin();
+    in_lazy = 1;
+    lazy_flushes = 0;
+    op_protect(pt, va + gran, 2 * gran, RO);                                 /* pages */
+    op_unmap(pt, va + blk / 2, gran);                                        /* split a block */
+    op_protect(pt, va + blk, blk, fit(RW | MMP_MEM_NORMAL_NC));              /* memory type */
+    op_map(pt, va + 2 * blk, pa + 7 * gran, 5 * gran, RW, MMP_MAP_REPLACE);  /* new frames */
+    op_unmap(pt, va + 3 * blk + gran, 3 * gran);                             /* empties a table */
+    in_lazy = 0;
+    if (lazy_flushes)
+        mismatch(va, "flushes other than break-before-make inside the section", 0, lazy_flushes);
+    if (table_frees != frees0)
+        mismatch(va, "table pages freed inside the section", 0, table_frees - frees0);
+    mmp_pt_stats(pt, &st0);
+    mmp_lazy_leave(pt);
+    mmp_pt_stats(pt, &st1);
+    if (st1.flushes != st0.flushes || mmp_lazy_depth(pt) != 1)
+        mismatch(va, "the inner leave emitted flushes", st0.flushes, st1.flushes);
+    if (mmp_lazy_leave(pt) || mmp_lazy_depth(pt) != 0)
+        mismatch(va, "the outer leave (depth)", 0, mmp_lazy_depth(pt));
+    /* changed in the section: a break-before-make flush in the section or the
+     * outermost leave must have covered each (the section's flushes are recorded) */
+    const uint64_t deferred[] = { va + gran, va + 2 * gran, va + 3 * blk + gran,
+                                  va + 3 * blk + 3 * gran };
+    for (unsigned i = 0; i < PL_ARRAY_SIZE(deferred); i++)
+        if (!flush_covers(deferred[i]))
+            mismatch(deferred[i], "changed in the section, never flushed (covered)", 1,
+                     0);
+    if (table_frees == frees0)
+        mismatch(va, "the emptied table was not freed at the outer leave", 1, 0);
+    for (unsigned i = 0; i < PL_ARRAY_SIZE(touch); i++)
+        check_va(pt, touch[i]); /* a missing flush leaves these stale */
+    verify(pt, va, va + 4 * blk);
+
+    /* paused: each update takes effect before the call returns */
+    mmp_lazy_enter(pt);
+    mmp_lazy_pause(pt);
+    op_protect(pt, va, gran, RO);
+    verify(pt, va, va + 2 * gran);
+    op_unmap(pt, va + 4 * gran, gran);
+    verify(pt, va + 3 * gran, va + 6 * gran);
+    mmp_lazy_resume(pt);
+    if (mmp_lazy_leave(pt) || mmp_lazy_depth(pt) != 0)
+        mismatch(va, "leave after resume (depth)", 0, mmp_lazy_depth(pt));
+    op_unmap(pt, va, 4 * blk);
+    verify(pt, va, va + 4 * blk);
+    scenario_end("lazy-MMU section (nested, paused), then the MMU sees every update");
+}
+
 /* A failed map (no table memory) must change nothing. */
 static void sc_enomem(struct mmp_pt *pt)
 {
@@ -776,6 +932,7 @@ static void run_target(const struct pl_target *t, unsigned idx)
     sc_attrs(&pt);
     sc_sparse(&pt);
     sc_enomem(&pt);
+    sc_lazy(&pt);
     sc_random(&pt, PL_SEED + idx, PL_NOPS);
 
     /* Everything the scenarios mapped is gone: no table left empty, and the
