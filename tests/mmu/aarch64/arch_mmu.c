@@ -83,6 +83,16 @@ int pl_arch_targets(struct pl_target *t, int max)
         pl_skip("ID_AA64MMFR0_EL1.TGran64 = 0xf: the CPU has no 64K granule",
                 "arm64 64K granule");
     }
+    /* Create-time flags: no contiguous runs, no folding, one pending flush
+     * range before a full flush (the hook's TLBI VMALLE1IS path); and no
+     * blocks at all. */
+    if (tg4 != 0xf && n + 2 <= max) {
+        add(t, &n, max, 4096, 48, "arm64 4K 48-bit, NO_CONT|NO_FOLD|FLUSH_ALL_OVER");
+        t[n - 1].cfg.flags = MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER;
+        t[n - 1].cfg.flush_ranges = 1;
+        add(t, &n, max, 4096, 39, "arm64 4K 39-bit, NO_BLOCKS");
+        t[n - 1].cfg.flags = MMP_PT_NO_BLOCKS;
+    }
     if (!pl_el2) {
         pl_printf("note: entered at EL1: no stage-2 tables\n");
         return n;

@@ -527,26 +527,32 @@ static struct sizes target_sizes(const struct pl_target *t)
     if (t->cfg.format == MMP_PT_X86_64) {
         s.block = 2ull << 20;
         s.big_block = t->max_leaf >= (1ull << 30) ? 1ull << 30 : 0;
-        return s;
+    } else {
+        switch (t->cfg.granule) {
+        case 4096:
+            s.cont_page = 64u << 10;
+            s.block = 2ull << 20;
+            s.cont_block = 32ull << 20;
+            s.big_block = 1ull << 30;
+            break;
+        case 16384:
+            s.cont_page = 2ull << 20;
+            s.block = 32ull << 20;
+            s.cont_block = 1ull << 30;
+            break;
+        default:
+            s.cont_page = 2ull << 20;
+            s.block = 512ull << 20;
+            s.cont_block = 16ull << 30;
+            break;
+        }
     }
-    switch (t->cfg.granule) {
-    case 4096:
-        s.cont_page = 64u << 10;
-        s.block = 2ull << 20;
-        s.cont_block = 32ull << 20;
-        s.big_block = 1ull << 30;
-        break;
-    case 16384:
-        s.cont_page = 2ull << 20;
-        s.block = 32ull << 20;
-        s.cont_block = 1ull << 30;
-        break;
-    default:
-        s.cont_page = 2ull << 20;
-        s.block = 512ull << 20;
-        s.cont_block = 16ull << 30;
-        break;
-    }
+    /* Tables created without blocks or contiguous runs have none of those
+     * leaf kinds (the sizes stay usable as range sizes). */
+    if (t->cfg.flags & MMP_PT_NO_CONT)
+        s.cont_page = s.cont_block = 0;
+    if (t->cfg.flags & MMP_PT_NO_BLOCKS)
+        s.cont_block = s.big_block = 0;
     return s;
 }
 
@@ -559,6 +565,7 @@ static struct sizes target_sizes(const struct pl_target *t)
 static void sc_leaf_kinds(struct mmp_pt *pt)
 {
     struct sizes s = target_sizes(cur);
+    int no_blk = (cur->cfg.flags & MMP_PT_NO_BLOCKS) != 0;
     struct {
         uint64_t size;
         uint8_t kind;
@@ -566,7 +573,8 @@ static void sc_leaf_kinds(struct mmp_pt *pt)
     } k[] = {
         { s.page, MMP_LEAF_PAGE, "page" },
         { s.cont_page, MMP_LEAF_CONT, "contiguous pages" },
-        { s.block, MMP_LEAF_BLOCK, "block" },
+        { s.block, no_blk ? (s.cont_page ? MMP_LEAF_CONT : MMP_LEAF_PAGE) : MMP_LEAF_BLOCK,
+          no_blk ? "block-sized range (no blocks: MMP_PT_NO_BLOCKS)" : "block" },
         { s.cont_block, MMP_LEAF_CONT, "contiguous blocks" },
         { s.big_block, MMP_LEAF_BLOCK, "large block" },
     };
@@ -587,11 +595,12 @@ static void sc_leaf_kinds(struct mmp_pt *pt)
 #endif
             struct mmp_pt_leaf l;
             if (mmp_pt_lookup(pt, va + sz / 2, &l) == 0) {
-                uint64_t leaf_sz = k[i].kind == MMP_LEAF_CONT ? sz / 2 : sz;
+                /* a block maps all of it, a page one granule, a run entry less */
+                uint64_t want = k[i].kind == MMP_LEAF_BLOCK ? sz : gran;
                 if (l.kind != k[i].kind)
                     mismatch(va, "leaf kind", k[i].kind, l.kind);
-                if (k[i].kind == MMP_LEAF_CONT ? l.size >= sz : l.size != leaf_sz)
-                    mismatch(va, "leaf size", leaf_sz, l.size);
+                if (k[i].kind == MMP_LEAF_CONT ? l.size >= sz : l.size != want)
+                    mismatch(va, "leaf size", want, l.size);
             }
             verify(pt, va - s.page, va + sz + s.page);
             op_unmap(pt, va, sz);
@@ -960,7 +969,7 @@ static void run_target(const struct pl_target *t, unsigned idx)
 
 void pl_run_scenarios(void)
 {
-    static struct pl_target targets[12];
+    static struct pl_target targets[16];
     pl_srand(1);
     int n = pl_arch_targets(targets, (int)PL_ARRAY_SIZE(targets));
     for (int i = 0; i < n; i++)

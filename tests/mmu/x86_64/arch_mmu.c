@@ -66,6 +66,11 @@ int pl_arch_targets(struct pl_target *t, int max)
     cr4_extra = ((r[1] & (1u << 7)) ? CR4_SMEP : 0) | ((r[1] & (1u << 20)) ? CR4_SMAP : 0);
     if (max >= 1)
         add(t, &n, 48, max_leaf, "x86-64 4-level (48-bit VA)");
+    if (max >= 3) {
+        add(t, &n, 48, max_leaf, "x86-64 4-level, NO_BLOCKS|FLUSH_ALL_OVER");
+        t[n - 1].cfg.flags = MMP_PT_NO_BLOCKS | MMP_PT_FLUSH_ALL_OVER;
+        t[n - 1].cfg.flush_ranges = 1;
+    }
     if (!(r[2] & (1u << 16)))
         pl_skip("CPUID.7.0:ECX.LA57 clear on this CPU model", "x86-64 5-level (57-bit VA)");
     else if (max >= 2)
