@@ -17,7 +17,9 @@ int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
     return rc;
 }
 
-#define CFG_FLAGS (MMP_PT_NO_BLOCKS | MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER)
+#define CFG_FLAGS                                                                  \
+    (MMP_PT_NO_BLOCKS | MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER |      \
+     MMP_PT_KEEP_TABLES | MMP_PT_EL2)
 
 int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct mmp_pt_ops *ops)
 {

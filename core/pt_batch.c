@@ -50,6 +50,19 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
     if (pt->flush_all)
         return;
     pt->range_flags = pt->nranges ? pt->range_flags & flags : flags;
+    if (pt->nranges == 1) {
+        /* The common case (one call, or calls walking up an area): the
+         * new range touches the one pending. */
+        struct pt_range *r = &pt->r[0];
+        if ((lo <= r->last || lo == r->last + 1) && (last >= r->lo || last + 1 == r->lo)) {
+            if (lo < r->lo)
+                r->lo = lo;
+            if (last > r->last)
+                r->last = last;
+            pt->st.ranges_coalesced++;
+            return;
+        }
+    }
     unsigned i = pt->nranges;
     if (i == pt->max_ranges) {
         if (pt->cfg_flags & MMP_PT_FLUSH_ALL_OVER) {

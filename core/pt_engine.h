@@ -215,10 +215,12 @@ static void defer_tree(struct pt_op *o, unsigned d, uint64_t *t, uint64_t pa)
 
 static bool tbl_empty(const struct mmp_pt_geom *g, unsigned d, const uint64_t *t)
 {
+    /* Only the writer stores into its tables (walkers just read), so plain
+     * loads are exact here; OR-reducing them lets the compiler vectorise. */
+    uint64_t acc = 0;
     for (size_t i = 0; i < pt_nent(g, d); i++)
-        if (pt_ld(&t[i]) & g->valid_bit)
-            return false;
-    return true;
+        acc |= t[i];
+    return !(acc & g->valid_bit);
 }
 
 /* Link a table built privately: its contents first, then the pointer. */
@@ -413,6 +415,41 @@ static void map_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
     wrote(o, hi - lo + 1, priv);
 }
 
+/*
+ * Folding of a block-sized region: when this call completed a table whose
+ * entries all map one aligned region with this call's attributes, the
+ * table becomes one block (break-before-make on the table entry; the
+ * table page is freed after the flush).
+ */
+static void try_collapse(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uint64_t e,
+                         uint64_t *c, uint64_t base, bool priv)
+{
+    const struct mmp_pt_geom *g = o->g;
+    unsigned n = (unsigned)pt_nent(g, d + 1);
+    uint64_t pa = base + o->delta, csz = slot_size(g, d + 1);
+    uint64_t m = ~g->oa_mask[d + 1] & ~g->cont_bit & ~g->ign_mask;
+    uint64_t tm = o->tmpl[d + 1] & m, lst = pt_ld(&c[n - 1]);
+    if (pt_kind(g, d + 1, lst) != PT_LEAF || (lst & g->oa_mask[d + 1]) != pa + (n - 1) * csz)
+        return; /* the common case: not complete */
+    for (unsigned k = 0; k < n; k++) {
+        uint64_t x = pt_ld(&c[k]);
+        if (pt_kind(g, d + 1, x) != PT_LEAF || (x & g->oa_mask[d + 1]) != pa + k * csz ||
+            (x & m) != tm)
+            return;
+    }
+    uint64_t sz = slot_size(g, d);
+    if (!priv && g->bbm) {
+        pt_st(&t[i], 0);
+        wrote(o, 1, priv);
+        mmp_core_pt_bbm(o->pt, base, base + sz - 1, 0);
+    } else if (!priv) {
+        mmp_core_pt_flush_add(o->pt, base, base + sz - 1, 0);
+    }
+    pt_st(&t[i], o->tmpl[d] | pa);
+    wrote(o, 1, priv);
+    mmp_core_pt_defer_free(o->pt, c, e & g->tbl_oa_mask);
+}
+
 static void map_tbl(struct pt_op *o, unsigned d, uint64_t *t, uint64_t va, uint64_t last, bool priv)
 {
     const struct mmp_pt_geom *g = o->g;
@@ -433,7 +470,10 @@ static void map_tbl(struct pt_op *o, unsigned d, uint64_t *t, uint64_t va, uint6
             slast = stretch(o, d, t, slast, last, replace);
             map_leaves(o, d, t, i, pt_idx(g, d, slast), va, priv);
         } else if (k == PT_TABLE) {
-            map_tbl(o, d + 1, pt_child(o->pt, e), va, slast, priv);
+            uint64_t *c = pt_child(o->pt, e);
+            map_tbl(o, d + 1, c, va, slast, priv);
+            if (fits && !(o->flags & OPF_NOFOLD))
+                try_collapse(o, d, t, i, e, c, va & ~(sz - 1), priv);
         } else if (k == PT_INV) {
             uint64_t cpa;
             uint64_t *c = take(o, &cpa);
@@ -459,7 +499,7 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
     uint64_t sz = slot_size(g, d);
     unsigned R = g->cont[d] ? 1u << g->cont[d] : 1;
     uint64_t old[CHUNK], nv[CHUNK];
-    uint32_t last_tm_attrs = 0;
+    bool tm_bbm = false;
     uint64_t last_tm = ~0ull;
     for (unsigned x = a; x <= b;) {
         unsigned y = (x | (CHUNK - 1)) < b ? (x | (CHUNK - 1)) : b;
@@ -485,12 +525,11 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
                     v = 0;
                 } else {
                     uint64_t tm = e & ~g->oa_mask[d] & ~g->cont_bit;
-                    if (tm != last_tm) {
+                    if (tm != last_tm) { /* decode once per distinct attribute set */
                         last_tm = tm;
-                        last_tm_attrs = g->fmt->attrs(g, d, e);
+                        tm_bbm = g->fmt->needs_bbm(g->fmt->attrs(g, d, e), o->attrs);
                     }
-                    if (g->fmt->needs_bbm(last_tm_attrs, o->attrs))
-                        bbm = true;
+                    bbm |= tm_bbm;
                     v = (e & (g->oa_mask[d] | (cut ? 0 : g->cont_bit))) | o->tmpl[d];
                     if ((v & ~g->ign_mask) == (e & ~g->ign_mask))
                         v = e;
@@ -550,10 +589,11 @@ static void chg_tbl(struct pt_op *o, unsigned d, uint64_t *t, uint64_t va, uint6
         uint64_t base = va & ~(sz - 1);
         if (k == PT_TABLE) {
             uint64_t *c = pt_child(o->pt, e);
-            bool drop = full && o->kind == OP_UNMAP;
+            bool keep = (o->pt->cfg_flags & MMP_PT_KEEP_TABLES) != 0;
+            bool drop = full && o->kind == OP_UNMAP && !keep;
             if (!drop) {
                 chg_tbl(o, d + 1, c, va, slast, priv);
-                drop = o->kind == OP_UNMAP && tbl_empty(g, d + 1, c);
+                drop = o->kind == OP_UNMAP && !keep && tbl_empty(g, d + 1, c);
             }
             if (drop) {
                 /* Unlink; the pages go after the flush that covers them. */

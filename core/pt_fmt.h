@@ -29,6 +29,7 @@ struct mmp_pt_geom {
     uint8_t pa_bits;
     uint8_t sign_extend;    /* x86: upper VA bits must copy bit va_bits-1 */
     uint8_t bbm;            /* the format needs break-before-make */
+    uint8_t one_range;      /* arm64 stage 1, single-range EL2/EL3 regime */
     uint8_t shift[MMP_PT_MAXLEV];   /* log2 of the bytes one entry at depth d maps */
     uint8_t nbits[MMP_PT_MAXLEV];   /* index bits at depth d (root: with concatenation) */
     uint8_t leaf_ok[MMP_PT_MAXLEV]; /* a leaf (block/page) is architecturally allowed */

@@ -33,6 +33,7 @@ static const struct tcfg pt_cfgs[] = {
     {"arm64-s2-4k-40", {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0}},
     {"arm64-s2-16k-48", {MMP_PT_ARM64_S2, 16384, 48, 0, 0, 0}},
     {"arm64-s2-64k-44", {MMP_PT_ARM64_S2, 65536, 44, 0, 0, 0}},
+    {"arm64-el2-4k-48", {MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_EL2, 0}},
 };
 #define NCFG (sizeof pt_cfgs / sizeof pt_cfgs[0])
 
@@ -50,6 +51,7 @@ struct tenv {
     int inspect; /* look the range up in the flush callback */
     /* free_table calls: were they covered by an earlier flush? (lazy tests) */
     int nfree, free_uncovered;
+    int free_flushes[256]; /* e->nflush when each free_table call came */
 };
 
 static inline void *t_alloc(void *ctx, size_t bytes, uint64_t *pa)
@@ -74,6 +76,8 @@ static inline void t_free(void *ctx, void *va, uint64_t pa, size_t bytes)
     ck_assert_uint_eq(pa, (uint64_t)(uintptr_t)va);
     e->live--;
     e->frees++;
+    if (e->nfree < 256)
+        e->free_flushes[e->nfree] = e->nflush;
     e->nfree++;
     free(va);
 }
@@ -136,6 +140,15 @@ static inline uint64_t rnd64(uint64_t *s)
     *s ^= *s >> 7;
     *s ^= *s << 17;
     return *s;
+}
+
+/* The smallest block (leaf above the page) the table offers. */
+static inline uint64_t first_block(const struct mmp_pt_info *inf)
+{
+    for (unsigned b = 0; b < 40; b++)
+        if ((inf->block_sizes >> b & 1) && (1ull << b) > inf->granule)
+            return 1ull << b;
+    return 0;
 }
 
 /* Reference model: one entry per granule page of a window. */

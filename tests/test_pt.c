@@ -4,6 +4,8 @@
  * choice, partial unmap/protect inside blocks and contiguous runs,
  * break-before-make order, folding, fault injection, bad input.
  */
+#include <pthread.h>
+
 #include "pt_harness.h"
 
 static uint64_t base_for(const struct mmp_pt_info *inf, uint64_t align)
@@ -99,10 +101,7 @@ START_TEST(leaf_choice_counts)
             mmp_pt_info(&e->pt, &inf);
             /* Smallest block above the page; the region starts a few pages and a
              * run before a block boundary and ends a run and a page after one. */
-            uint64_t blk = 0;
-            for (unsigned b = 0; b < 64 && !blk; b++)
-                if ((inf.block_sizes >> b & 1) && (1ull << b) > inf.granule)
-                    blk = 1ull << b;
+            uint64_t blk = first_block(&inf);
             uint64_t run = run_bytes_for(inf.cont_sizes, inf.granule);
             uint64_t unit = run ? run : inf.granule * 16;
             uint64_t va = blk * 2 - unit * 2 - inf.granule * 3;
@@ -184,10 +183,7 @@ START_TEST(partial_unmap_protect_in_blocks_and_runs)
         mmp_pt_info(&e->pt, &inf);
         tenv_free(e);
         uint64_t run = run_bytes_for(inf.cont_sizes, inf.granule);
-        uint64_t blk = 0;
-        for (unsigned b = 0; b < 40 && !blk; b++)
-            if ((inf.block_sizes >> b & 1) && (1ull << b) > inf.granule)
-                blk = 1ull << b;
+        uint64_t blk = first_block(&inf);
         if (mmp_test_emulated() && blk > (64u << 20))
             blk = 0; /* the 512M block of 64K: natively only */
         for (int p = 0; p < 2; p++) {
@@ -208,10 +204,7 @@ START_TEST(bbm_order_seen_by_flush)
         struct mmp_pt_info inf;
         mmp_pt_info(&e->pt, &inf);
         int arm = pt_cfgs[c].c.format != MMP_PT_X86_64;
-        uint64_t blk = 0;
-        for (unsigned b = 0; b < 40 && !blk; b++)
-            if ((inf.block_sizes >> b & 1) && (1ull << b) > inf.granule)
-                blk = 1ull << b;
+        uint64_t blk = first_block(&inf);
         uint64_t run = run_bytes_for(inf.cont_sizes, inf.granule);
         uint64_t units[2] = {blk, run};
         for (int u = 0; u < 2; u++) {
@@ -261,6 +254,43 @@ START_TEST(bbm_order_seen_by_flush)
                 ck_assert_int_eq(mmp_pt_unmap(&e->pt, va, sz), 0);
             }
         }
+        tenv_free(e);
+    }
+}
+END_TEST
+
+/* Protect of whole runs: a permission change rewrites in place and keeps
+ * the runs; a memory-type change breaks before it makes (arm64). */
+START_TEST(protect_whole_runs)
+{
+    for (size_t c = 2; c < NCFG; c++) {
+        struct tenv *e = tenv_new(&pt_cfgs[c].c);
+        struct mmp_pt_info inf;
+        mmp_pt_info(&e->pt, &inf);
+        uint64_t run = run_bytes_for(inf.cont_sizes, inf.granule), va = run * 4;
+        ck_assert_int_eq(mmp_pt_map(&e->pt, va, run * 8, 2 * run, RW, 0), 0);
+        struct mmp_pt_stats a, b;
+        struct mmp_pt_usage u;
+        mmp_pt_stats(&e->pt, &a);
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, va, 2 * run, RO), 0);
+        mmp_pt_stats(&e->pt, &b);
+        ck_assert_uint_eq(b.bbm, a.bbm);
+        mmp_pt_usage(&e->pt, &u);
+        ck_assert_uint_eq(u.cont_runs, 2);
+        e->nflush = 0;
+        e->inspect = 1;
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, va, 2 * run, RO | MMP_MEM_DEVICE), 0);
+        e->inspect = 0;
+        mmp_pt_stats(&e->pt, &a);
+        ck_assert_uint_ge(a.bbm, b.bbm + 1);
+        ck_assert_int_ge(e->nflush, 1);
+        ck_assert(e->log[0].all_invalid);
+        mmp_pt_usage(&e->pt, &u);
+        ck_assert_uint_eq(u.cont_runs, 2);
+        struct mmp_pt_leaf l;
+        ck_assert_int_eq(mmp_pt_lookup(&e->pt, va + run, &l), 0);
+        ck_assert_uint_eq(l.attrs, RO | MMP_MEM_DEVICE);
+        ck_assert_uint_eq(l.pa, run * 9);
         tenv_free(e);
     }
 }
@@ -316,6 +346,51 @@ START_TEST(folding_across_calls)
 }
 END_TEST
 
+/* Completing a block-sized region one page per call folds it into a block
+ * (break-before-make of the table entry on arm64); not with NO_FOLD. */
+START_TEST(folding_into_block)
+{
+    size_t cf[] = {0, 2, 4, 8};
+    for (size_t ci = 0; ci < 4; ci++) {
+        size_t c = cf[ci];
+        for (int nofold = 0; nofold < 2; nofold++) {
+            struct mmp_pt_config cfg = pt_cfgs[c].c;
+            if (nofold)
+                cfg.flags |= MMP_PT_NO_FOLD;
+            struct tenv *e = tenv_new(&cfg);
+            struct mmp_pt_info inf;
+            mmp_pt_info(&e->pt, &inf);
+            uint64_t blk = first_block(&inf), G = inf.granule, n = blk / G;
+            uint64_t va = blk * 3, pa = blk * 5;
+            /* a neighbour keeps the upper tables alive */
+            ck_assert_int_eq(mmp_pt_map(&e->pt, va + blk, 0, G, RW, 0), 0);
+            long live0 = e->live;
+            for (uint64_t k = 0; k < n; k++) {
+                int last = k == n - 1;
+                e->nflush = 0;
+                e->inspect = last;
+                ck_assert_int_eq(mmp_pt_map(&e->pt, va + k * G, pa + k * G, G, RW, 0), 0);
+                e->inspect = 0;
+                if (last && !nofold && cfg.format != MMP_PT_X86_64) {
+                    ck_assert_int_ge(e->nflush, 1);
+                    int seen = 0;
+                    for (int f = 0; f < e->nflush; f++)
+                        seen |= e->log[f].all_invalid && e->log[f].va <= va &&
+                                e->log[f].va + e->log[f].size >= va + blk;
+                    ck_assert_msg(seen, "%s: no BBM flush of the block", pt_cfgs[c].name);
+                }
+            }
+            struct mmp_pt_leaf l;
+            ck_assert_int_eq(mmp_pt_lookup(&e->pt, va + blk / 2, &l), 0);
+            ck_assert_uint_eq(l.pa, nofold ? pa + blk / 2 : pa);
+            ck_assert_uint_eq(l.size, nofold ? G : blk);
+            ck_assert_int_eq(e->live, nofold ? live0 + 1 : live0);
+            tenv_free(e);
+        }
+    }
+}
+END_TEST
+
 struct snap {
     int n;
     struct mmp_pt_leaf l[4096];
@@ -349,10 +424,7 @@ START_TEST(fault_injection_every_allocation)
         struct tenv *e = tenv_new(&pt_cfgs[c].c);
         struct mmp_pt_info inf;
         mmp_pt_info(&e->pt, &inf);
-        uint64_t blk = 0;
-        for (unsigned b = 0; b < 40 && !blk; b++)
-            if ((inf.block_sizes >> b & 1) && (1ull << b) > inf.granule)
-                blk = 1ull << b;
+        uint64_t blk = first_block(&inf);
         /* state: a block and a few pages; window: 4 blocks */
         uint64_t W = blk * 4, va0 = blk * 4;
         ck_assert_int_eq(mmp_pt_map(&e->pt, va0 + blk, blk * 9, blk, RW, 0), 0);
@@ -508,6 +580,79 @@ START_TEST(default_ops_and_create)
 }
 END_TEST
 
+/* MMP_PT_KEEP_TABLES: unmap leaves emptied tables linked; the next map
+ * reuses them; fini frees everything. */
+START_TEST(keep_tables)
+{
+    struct mmp_pt_config c = pt_cfgs[2].c;
+    c.flags |= MMP_PT_KEEP_TABLES;
+    struct tenv *e = tenv_new(&c);
+    uint64_t va = 1ull << 30;
+    ck_assert_int_eq(mmp_pt_map(&e->pt, va, 0, 8 << 20, RW, MMP_MAP_NO_BLOCK), 0);
+    long live = e->live;
+    ck_assert_int_eq(mmp_pt_unmap(&e->pt, va, 8 << 20), 0);
+    ck_assert_int_eq(e->live, live);
+    struct mmp_pt_usage u;
+    mmp_pt_usage(&e->pt, &u);
+    ck_assert_uint_eq(u.mapped_bytes, 0);
+    ck_assert_uint_eq(u.empty_tables, 4); /* the 4 L3 tables, still linked */
+    e->nalloc = 0;
+    ck_assert_int_eq(mmp_pt_map(&e->pt, va + 4096, 0, 4096, RW, 0), 0);
+    ck_assert_int_eq(e->nalloc, 0);
+    tenv_free(e);
+}
+END_TEST
+
+struct race {
+    struct mmp_pt *pt;
+    uint64_t va, pa, n, G;
+    volatile int stop;
+    long lookups, bad;
+};
+
+static void *reader(void *arg)
+{
+    struct race *r = (struct race *)arg;
+    uint64_t i = 0;
+    while (!r->stop) {
+        struct mmp_pt_leaf l;
+        uint64_t va = r->va + (i++ % r->n) * r->G;
+        int rc = mmp_pt_lookup(r->pt, va, &l);
+        if (rc || l.pa + (va - l.va) != r->pa + (va - r->va) || (l.attrs != RW && l.attrs != RO))
+            r->bad++;
+        r->lookups++;
+    }
+    return NULL;
+}
+
+/* A walker running beside the writer: permission changes of live runs
+ * (no break-before-make needed) and map/unmap churn next door never show
+ * it a missing, torn or foreign translation. */
+START_TEST(concurrent_reader_sees_no_torn_entries)
+{
+    for (size_t c = 0; c < 3; c += 2) { /* x86-64, arm64-4k */
+        struct mmp_pt *pt;
+        ck_assert_int_eq(mmp_pt_create(&pt, &pt_cfgs[c].c, NULL), 0);
+        struct race r = {pt, 1ull << 30, 1ull << 32, 64, 4096, 0, 0, 0};
+        ck_assert_int_eq(mmp_pt_map(pt, r.va, r.pa, r.n * r.G, RW, 0), 0);
+        pthread_t th;
+        ck_assert_int_eq(pthread_create(&th, NULL, reader, &r), 0);
+        int rounds = mmp_test_emulated() ? 300 : 3000;
+        for (int k = 0; k < rounds; k++) {
+            ck_assert_int_eq(mmp_pt_protect(pt, r.va, r.n * r.G, k & 1 ? RW : RO), 0);
+            uint64_t other = r.va + (2ull << 20) * (1 + k % 4);
+            ck_assert_int_eq(mmp_pt_map(pt, other, 0, 32 * r.G, RW, 0), 0);
+            ck_assert_int_eq(mmp_pt_unmap(pt, other, 32 * r.G), 0);
+        }
+        r.stop = 1;
+        pthread_join(th, NULL);
+        ck_assert_int_gt(r.lookups, 0);
+        ck_assert_int_eq(r.bad, 0);
+        mmp_pt_destroy(pt);
+    }
+}
+END_TEST
+
 static int collect(void *arg, const char *line)
 {
     char *buf = (char *)arg;
@@ -539,10 +684,14 @@ Suite *mmp_suite_pt(void)
     MMP_ADD(s, leaf_choice_counts);
     MMP_ADD(s, partial_unmap_protect_in_blocks_and_runs);
     MMP_ADD(s, bbm_order_seen_by_flush);
+    MMP_ADD(s, protect_whole_runs);
     MMP_ADD(s, folding_across_calls);
+    MMP_ADD(s, folding_into_block);
     MMP_ADD(s, fault_injection_every_allocation);
     MMP_ADD(s, bad_input_table);
     MMP_ADD(s, default_ops_and_create);
     MMP_ADD(s, dump_lines);
+    MMP_ADD(s, keep_tables);
+    MMP_ADD(s, concurrent_reader_sees_no_torn_entries);
     return s;
 }

@@ -44,6 +44,8 @@ START_TEST(geometry_per_config)
         {{(enum mmp_pt_format)9, 4096, 48, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
         {{MMP_PT_X86_64, 4096, 48, 0, 0x100, 0}, -MMP_EINVAL, 0, 0, 0, 0},
         {{MMP_PT_X86_64, 4096, 48, 0, 0, 9}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_X86_64, 4096, 48, 0, MMP_PT_EL2, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S2, 4096, 40, 0, MMP_PT_EL2, 0}, -MMP_EINVAL, 0, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct tenv *e = calloc(1, sizeof *e);
@@ -164,6 +166,16 @@ START_TEST(arm64_descriptor_bits)
     ck_assert_uint_eq((d >> 2) & 0xf, 5);
     ck_assert_int_eq(mmp_pt_map(&e->pt, 0x1000, pa, 4096, RW | MMP_PROT_USER, 0), -MMP_EINVAL);
     tenv_free(e);
+
+    /* Single-range EL2 regime: AP[1] RES1, XN in bit 54, no nG, no PXN. */
+    struct mmp_pt_config el2 = {MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_EL2, 0};
+    e = tenv_new(&el2);
+    d = desc_of(e, 0x1000, pa, 4096, RW);
+    ck_assert_uint_eq(d, pa | 3 | (1u << 6) | (3u << 8) | (1u << 10) | (1ull << 54));
+    d = desc_of(e, 0x1000, pa, 4096, RO | MMP_PROT_EXEC);
+    ck_assert_uint_eq(d, pa | 3 | (3u << 6) | (3u << 8) | (1u << 10));
+    ck_assert_int_eq(mmp_pt_map(&e->pt, 0x1000, pa, 4096, RW | MMP_PROT_GLOBAL, 0), -MMP_EINVAL);
+    tenv_free(e);
 }
 END_TEST
 
@@ -175,7 +187,7 @@ START_TEST(attrs_round_trip)
         struct tenv *e = tenv_new(&pt_cfgs[c].c);
         struct mmp_pt_info inf;
         mmp_pt_info(&e->pt, &inf);
-        int s2 = pt_cfgs[c].c.format == MMP_PT_ARM64_S2;
+        int s2 = pt_cfgs[c].c.format == MMP_PT_ARM64_S2 || (pt_cfgs[c].c.flags & MMP_PT_EL2);
         for (uint32_t p = 0; p <= MMP_PROT_MASK; p++) {
             for (size_t m = 0; m < 3; m++) {
                 uint32_t a = p | mems[m];

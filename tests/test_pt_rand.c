@@ -14,10 +14,7 @@ static void differential(size_t c, int steps, uint64_t seed)
     struct mmp_pt_info inf;
     mmp_pt_info(&e->pt, &inf);
     uint64_t G = inf.granule;
-    uint64_t blk = 0;
-    for (unsigned b = 0; b < 40 && !blk; b++)
-        if ((inf.block_sizes >> b & 1) && (1ull << b) > G)
-            blk = 1ull << b;
+    uint64_t blk = first_block(&inf);
     uint64_t run = run_bytes_for(inf.cont_sizes, G);
     /* window: 4 of the smallest blocks, but at most 8192 pages */
     uint64_t W = blk * 4;

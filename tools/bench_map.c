@@ -326,10 +326,18 @@ struct vres {
     double ns_per_op, barriers_per_op, flushes_per_op;
 };
 
-static struct vres vmalloc_run(const struct mmp_pt_config *cfg, unsigned p, int mode, bool sysf,
+static bool vm_keep = true;
+static int vm_mode = -1;   /* --mode: only this one */
+static unsigned vm_pages;  /* --pages: only this p */
+
+static struct vres vmalloc_run(const struct mmp_pt_config *cfg0, unsigned p, int mode, bool sysf,
                                uint64_t nops)
 {
     struct mmp_pt pt;
+    struct mmp_pt_config c = *cfg0;
+    const struct mmp_pt_config *cfg = &c;
+    if (vm_keep)
+        c.flags |= MMP_PT_KEEP_TABLES;
     struct mmp_pt_ops ops = bench_ops(sysf);
     struct vres r = {0, 0, 0};
     if (mmp_pt_init(&pt, cfg, &ops))
@@ -372,26 +380,33 @@ static int bench_vmalloc(const char *only, bool sysf, int reps, bool json)
     if (json)
         printf("[");
     else
-        printf("flush: %s\n%-9s %5s %-6s %11s %12s %12s %10s %10s\n", sysf ? "syscall" : "noop",
-               "format", "pages", "mode", "ns/op", "barriers/op", "flushes/op", "vs naive",
-               "vs eager");
+        printf("flush: %s, tables %s\n%-9s %5s %-6s %11s %12s %12s %10s %10s\n",
+               sysf ? "syscall" : "noop",
+               vm_keep ? "kept (MMP_PT_KEEP_TABLES)" : "freed when empty", "format", "pages",
+               "mode", "ns/op", "barriers/op", "flushes/op", "vs naive", "vs eager");
     for (size_t f = 0; f < 2; f++) {
         if (only && strcmp(only, fmts[f]) != 0)
             continue;
         const struct cli_pt_format *fmt = cli_pt_format(fmts[f]);
         for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++) {
             unsigned p = ps[pi];
-            uint64_t nops = 64 * (p >= 64 ? 8 : 32);
+            if (vm_pages && p != vm_pages)
+                continue;
+            uint64_t nops = 64 * (p >= 64 ? 16 : 64);
             struct vres best[3];
             for (int m = 0; m < 3; m++)
                 best[m].ns_per_op = 1e30;
             for (int r = 0; r < reps; r++)
                 for (int m = 0; m < 3; m++) { /* interleaved */
+                    if (vm_mode >= 0 && m != vm_mode)
+                        continue;
                     struct vres x = vmalloc_run(&fmt->cfg, p, m, sysf, nops);
                     if (x.ns_per_op < best[m].ns_per_op)
                         best[m] = x;
                 }
             for (int m = 0; m < 3; m++) {
+                if (vm_mode >= 0 && m != vm_mode)
+                    continue;
                 if (json)
                     printf("%s\n  {\"format\": \"%s\", \"pages\": %u, \"mode\": \"%s\", \"flush\": "
                            "\"%s\", \"ns_per_op\": %.1f, \"barriers_per_op\": %.5f, "
@@ -434,6 +449,17 @@ static int run(int argc, char **argv)
             if (strcmp(argv[i], "syscall") && strcmp(argv[i], "noop"))
                 return cli_usage_error("bench", "--flush syscall|noop");
             sysf = strcmp(argv[i], "syscall") == 0;
+        } else if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc) {
+            i++;
+            for (int m = 0; m < 3; m++)
+                if (strcmp(argv[i], mode_names[m]) == 0)
+                    vm_mode = m;
+            if (vm_mode < 0)
+                return cli_usage_error("bench", "--mode naive|eager|lazy");
+        } else if (strcmp(argv[i], "--pages") == 0 && i + 1 < argc) {
+            vm_pages = (unsigned)atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--free-tables") == 0) {
+            vm_keep = false;
         } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
             only = argv[++i];
             if (!cli_pt_format(only))
@@ -462,7 +488,8 @@ const struct cli_command cli_bench_map = {
     .usage =
         "usage: mmport bench map [--json] [--format F] [--size 1G] [--reps N]\n"
         "       mmport bench map --depth [--json]\n"
-        "       mmport bench map --pattern vmalloc [--flush syscall|noop] [--format F] [--json]\n\n"
+        "       mmport bench map --pattern vmalloc [--flush syscall|noop] [--free-tables]\n"
+        "                        [--format F] [--mode M] [--pages P] [--json]\n\n"
         "Default: maps --size bytes (1 GiB) in one call, re-protects and unmaps them, per\n"
         "format (x86-64, x86-64-la57, arm64-4k, arm64-16k, arm64-64k) and leaf policy:\n"
         "pages (no blocks, no contiguous runs), cont (runs, no blocks; arm64), blocks\n"
@@ -476,6 +503,9 @@ const struct cli_command cli_bench_map = {
         "(one op), in modes naive (a call per page: barrier and flush per entry),\n"
         "eager (one call each: barrier and flush hoisted per call) and lazy (a lazy\n"
         "section around each 64 ops). --flush syscall (default) makes each TLB flush\n"
-        "callback one system call (getppid), a stand-in for a hypercall; noop is free.\n",
+        "callback one system call (getppid), a stand-in for a hypercall; noop is free.\n"
+        "Tables stay allocated (MMP_PT_KEEP_TABLES), as the kernel's vmalloc area keeps\n"
+        "its page tables; --free-tables frees tables an unmap empties (deferred to the\n"
+        "flush, so lazy mode cannot reuse them within a section).\n",
     .run = run,
 };

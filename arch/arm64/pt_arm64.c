@@ -25,7 +25,11 @@
  * access-flag fault nor hardware AF updates touch descriptors mmport owns.
  * USER mappings are PXN (EL1 never executes EL0 memory) and UXN = !EXEC;
  * kernel mappings are UXN and PXN = !EXEC; nG = !MMP_PROT_GLOBAL.
- * The layout serves the EL1&0 and the EL2&0 (VHE) regimes.
+ * The layout serves the EL1&0 and the EL2&0 (VHE) regimes. With
+ * MMP_PT_EL2, the single-range EL2 (E2H = 0) / EL3 layout: AP[1] is RES1,
+ * bit 54 is the one XN bit and bit 53 RES0, and there is no nG (no ASIDs),
+ * so USER and GLOBAL cannot be expressed (as Trusted Firmware-A's
+ * translation library does for those regimes).
  *
  * Stage 2 (HCR_EL2.FWB = 0): MemAttr 0b1111 Normal WB, 0b0101 Normal NC,
  * 0b0001 Device-nGnRE; S2AP[6] read, S2AP[7] write; XN = !EXEC. The
@@ -62,6 +66,8 @@ static int arm64_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, bo
         return -MMP_EINVAL;
     if (s2 ? (va < 32 || va > 48) : (va < 25 || va > 48))
         return -MMP_EINVAL;
+    if (s2 && (cfg->flags & MMP_PT_EL2))
+        return -MMP_EINVAL;
     /* Levels: stage 2 may resolve up to 4 more bits at the start level by
      * concatenating up to 16 tables. */
     unsigned extra = s2 ? 4 : 0;
@@ -77,6 +83,7 @@ static int arm64_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, bo
     g->pa_bits = (uint8_t)pa;
     g->sign_extend = 0;
     g->bbm = 1;
+    g->one_range = (cfg->flags & MMP_PT_EL2) != 0;
     g->valid_bit = A_VALID;
     g->cont_bit = A_CONT;
     g->ign_mask = 0;
@@ -136,6 +143,12 @@ static int s1_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint
     }
     if (!(attrs & MMP_PROT_WRITE))
         t |= A_AP2;
+    if (g->one_range) {
+        if (attrs & (MMP_PROT_USER | MMP_PROT_GLOBAL))
+            return -MMP_EINVAL;
+        *tmpl = t | A_AP1 | ((attrs & MMP_PROT_EXEC) ? 0 : A_UXN); /* AP[1] RES1; XN */
+        return 0;
+    }
     if (attrs & MMP_PROT_USER)
         t |= A_AP1 | A_PXN | ((attrs & MMP_PROT_EXEC) ? 0 : A_UXN);
     else
@@ -148,7 +161,6 @@ static int s1_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint
 
 static uint32_t s1_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
 {
-    (void)g;
     (void)d;
     static const uint32_t mem[8] = {MMP_MEM_NORMAL_WB, MMP_MEM_NORMAL_NC, MMP_MEM_DEVICE,
                                     MMP_MEM_DEVICE,    MMP_MEM_DEVICE,    MMP_MEM_DEVICE,
@@ -156,6 +168,8 @@ static uint32_t s1_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
     uint32_t a = MMP_PROT_READ | mem[(e >> 2) & 7];
     if (!(e & A_AP2))
         a |= MMP_PROT_WRITE;
+    if (g->one_range)
+        return a | ((e & A_UXN) ? 0 : MMP_PROT_EXEC);
     if (e & A_AP1)
         a |= MMP_PROT_USER | ((e & A_UXN) ? 0 : MMP_PROT_EXEC);
     else

@@ -34,7 +34,7 @@
 
 static int x86_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 {
-    if (cfg->granule != 4096)
+    if (cfg->granule != 4096 || (cfg->flags & MMP_PT_EL2))
         return -MMP_EINVAL;
     if (cfg->va_bits != 48 && cfg->va_bits != 57)
         return -MMP_EINVAL;

@@ -44,6 +44,19 @@ enum mmp_pt_config_flag {
      * covering them all (the default).
      */
     MMP_PT_FLUSH_ALL_OVER = 1u << 3,
+    /**
+     * Keep tables that an unmap leaves empty (linked, for the next map),
+     * as kernels keep vmalloc-area tables; without it they are freed.
+     * mmp_pt_fini frees them all.
+     */
+    MMP_PT_KEEP_TABLES = 1u << 4,
+    /**
+     * arm64 stage 1 for the single-range EL2 regime (HCR_EL2.E2H = 0) or
+     * EL3: AP[1] is RES1, one XN bit (54), no nG; MMP_PROT_USER and
+     * MMP_PROT_GLOBAL are rejected (-EINVAL). Without it the layout is the
+     * EL1&0 / EL2&0 (VHE) one. -EINVAL for other formats.
+     */
+    MMP_PT_EL2 = 1u << 5,
 };
 
 /** What a table looks like; fixed at creation. */
