@@ -23,7 +23,8 @@ const unsigned pl_arch_nident = PL_ARRAY_SIZE(pl_arch_ident);
 const uint32_t pl_ret_insn = 0xd65f03c0u; /* ret */
 const unsigned pl_ret_insn_size = 4;
 
-#define F_S2 1u
+#define F_S2 1u  /* stage 2, VTTBR_EL2 */
+#define F_EL2 2u /* stage 1 of the EL2 regime (MMP_PT_EL2), TTBR0_EL2 */
 
 static void add(struct pl_target *t, int *n, int max, unsigned granule, unsigned va_bits,
                 const char *name)
@@ -109,6 +110,22 @@ int pl_arch_targets(struct pl_target *t, int max)
         add(t, &n, max, 16384, 40, "arm64 S2 16K granule, 40-bit IPA");
     if (tg64 != 0xf)
         add(t, &n, max, 65536, 40, "arm64 S2 64K granule, 40-bit IPA");
+    /* EL2 (E2H = 0) stage 1: checked at EL2 with AT S1E2R/W and accesses. */
+    static const struct {
+        unsigned granule, va_bits, ok;
+        const char *name;
+    } el2[] = {
+        { 4096, 48, 1, "arm64 EL2 stage 1 (MMP_PT_EL2), 4K, 48-bit VA" },
+        { 65536, 42, 1, "arm64 EL2 stage 1 (MMP_PT_EL2), 64K, 42-bit VA" },
+    };
+    for (unsigned i = 0; i < PL_ARRAY_SIZE(el2) && n < max; i++) {
+        if ((el2[i].granule == 4096 && tg4 == 0xf) || (el2[i].granule == 65536 && tg64 == 0xf))
+            continue;
+        add(t, &n, max, el2[i].granule, el2[i].va_bits, el2[i].name);
+        t[n - 1].cfg.flags = MMP_PT_EL2;
+        t[n - 1].prot_mask = MMP_PROT_READ | MMP_PROT_WRITE | MMP_PROT_EXEC;
+        t[n - 1].arch_flags = F_EL2;
+    }
     return n;
 }
 
@@ -133,26 +150,71 @@ static uint64_t el2_stage2(uint64_t vtcr, uint64_t vttbr, uint64_t on)
     return 0;
 }
 
-static uint64_t el2_s2_flush(uint64_t ipa, uint64_t size, uint64_t how)
+/*
+ * Runs at EL2: the flush hook of a stage-2 or EL2 table. how = flags |
+ * granule shift << 8 | EL2-regime bit << 16.
+ */
+static uint64_t el2_flush(uint64_t va, uint64_t size, uint64_t how)
 {
-    if (how & MMP_FLUSH_ALL)
-        mmp_arch_tlbi_s12_all();
-    else
-        mmp_arch_tlbi_s2_range(ipa, size, (unsigned)(how >> 8), (how & MMP_FLUSH_LEAF) != 0);
+    unsigned shift = (unsigned)(how >> 8) & 0xff;
+    bool leaf = (how & MMP_FLUSH_LEAF) != 0, el2 = (how >> 16) & 1;
+    if (how & MMP_FLUSH_ALL) {
+        if (el2)
+            mmp_arch_tlbi_el2_all();
+        else
+            mmp_arch_tlbi_s12_all();
+    } else if (el2) {
+        mmp_arch_tlbi_el2_range(va, size, shift, leaf);
+    } else {
+        mmp_arch_tlbi_s2_range(va, size, shift, leaf);
+    }
     return 0;
 }
 
-/* Runs at EL2: AT S12E1R / S12E1W, the full EL1&0 translation (D8.14). */
-static uint64_t el2_at(uint64_t va, uint64_t write, uint64_t c)
+/* Runs at EL2: AT S12E1R/W (the full EL1&0 translation, D8.14) or, for
+ * the EL2 regime, AT S1E2R/W. */
+static uint64_t el2_at(uint64_t va, uint64_t write, uint64_t el2)
 {
-    (void)c;
-    if (write)
+    if (el2 && write)
+        __asm__ volatile("at s1e2w, %0" ::"r"(va));
+    else if (el2)
+        __asm__ volatile("at s1e2r, %0" ::"r"(va));
+    else if (write)
         __asm__ volatile("at s12e1w, %0" ::"r"(va));
     else
         __asm__ volatile("at s12e1r, %0" ::"r"(va));
     __asm__ volatile("isb" ::: "memory");
     return pl_read_sysreg(par_el1);
 }
+
+/* Runs at EL2: EL2 stage 1 on with (tcr, ttbr0), or off (tcr == 0). */
+static uint64_t el2_s1(uint64_t tcr, uint64_t ttbr0, uint64_t c)
+{
+    (void)c;
+    uint64_t sctlr = pl_read_sysreg(sctlr_el2) & ~1ull;
+    pl_write_sysreg(sctlr_el2, sctlr);
+    __asm__ volatile("isb" ::: "memory");
+    if (!tcr)
+        return 0;
+    pl_write_sysreg(mair_el2, pl_mair);
+    pl_write_sysreg(tcr_el2, tcr);
+    pl_write_sysreg(ttbr0_el2, ttbr0);
+    __asm__ volatile("isb\n\ttlbi alle2\n\tdsb nsh\n\tisb" ::: "memory");
+    pl_write_sysreg(sctlr_el2, sctlr | 1 | (1u << 2) | (1u << 12));
+    __asm__ volatile("isb" ::: "memory");
+    return 0;
+}
+
+/* Runs at EL2: one probe (0 load, 1 store of p->value, 2 exec) at EL2. */
+static uint64_t el2_probe(uint64_t kind, uint64_t va, uint64_t pp)
+{
+    struct pl_probe *p = (struct pl_probe *)(uintptr_t)pp;
+    return (uint64_t)(kind == 0   ? pl_probe_load(va, p)
+                      : kind == 1 ? pl_probe_store(va, p->value, p)
+                                  : pl_probe_exec(va, p));
+}
+
+static int el2_s1_on;
 
 int pl_arch_activate(const struct pl_target *t, const struct mmp_pt *pt)
 {
@@ -163,26 +225,34 @@ int pl_arch_activate(const struct pl_target *t, const struct mmp_pt *pt)
         pl_printf("  mmp_pt_info: T0SZ %u, want %u\n", info.t0sz, 64 - t->cfg.va_bits);
         return -1;
     }
+    /* Stage 1: the AttrIndx values the encoder writes assume this MAIR. */
+    if (!(t->arch_flags & F_S2) && info.mair != pl_mair) {
+        pl_printf("  mmp_pt_info: MAIR %lx, the payload loads %lx\n", info.mair, pl_mair);
+        return -1;
+    }
+    uint64_t tg0 = t->cfg.granule == 4096 ? 0 : t->cfg.granule == 65536 ? 1 : 2;
+    uint64_t ps = (pl_tcr_ips() >> 32) & 7;
+    if (t->arch_flags & F_EL2) {
+        /* TCR_EL2 (E2H = 0, D19.2.140): T0SZ, IRGN0/ORGN0 WBWA, SH0 inner,
+         * TG0 [15:14], PS [18:16], RES1 bits 31 and 23. */
+        uint64_t tcr = info.t0sz | (1u << 8) | (1u << 10) | (3u << 12) | (tg0 << 14) |
+                       (ps << 16) | (1ull << 23) | (1ull << 31);
+        pl_el2_call(el2_s1, tcr, mmp_pt_root(pt), 0);
+        el2_s1_on = 1;
+        return 0;
+    }
     if (t->arch_flags & F_S2) {
         /* VTCR_EL2 (D19.2.152): T0SZ, SL0 [7:6], IRGN0/ORGN0 WBWA, SH0 inner,
          * TG0 [15:14], PS [18:16], RES1 bit 31. */
-        uint64_t tg0 = t->cfg.granule == 4096 ? 0 : t->cfg.granule == 65536 ? 1 : 2;
         uint64_t vtcr = info.t0sz | ((uint64_t)info.sl0 << 6) | (1u << 8) | (1u << 10) |
-                        (3u << 12) | (tg0 << 14) | (((pl_tcr_ips() >> 32) & 7) << 16) |
-                        (1ull << 31);
+                        (3u << 12) | (tg0 << 14) | (ps << 16) | (1ull << 31);
         pl_el2_call(el2_stage2, vtcr, mmp_pt_root(pt), 1);
         stage2_on = 1;
         return 0;
     }
-    /* The AttrIndx values the encoder writes assume this MAIR. */
-    if (info.mair != pl_mair) {
-        pl_printf("  mmp_pt_info: MAIR %lx, the payload loads %lx\n", info.mair, pl_mair);
-        return -1;
-    }
     /* TCR_EL1 (D19.2.139): T0SZ, IRGN0/ORGN0 = WBWA, SH0 = inner,
      * TG0 (4K 0b00, 64K 0b01, 16K 0b10), EPD1 (no TTBR1 walks) with a
      * valid TG1 (4K = 0b10), IPS. */
-    uint64_t tg0 = t->cfg.granule == 4096 ? 0 : t->cfg.granule == 65536 ? 1 : 2;
     uint64_t tcr = (64 - t->cfg.va_bits) | (1u << 8) | (1u << 10) | (3u << 12) | (tg0 << 14) |
                    (1ull << 23) | (2ull << 30) | pl_tcr_ips();
     pl_mmu_switch(pl_mair, tcr, mmp_pt_root(pt), pl_boot_sctlr);
@@ -193,15 +263,18 @@ void pl_arch_deactivate(void)
 {
     if (stage2_on)
         pl_el2_call(el2_stage2, 0, 0, 0);
-    stage2_on = 0;
+    if (el2_s1_on)
+        pl_el2_call(el2_s1, 0, 0, 0);
+    stage2_on = el2_s1_on = 0;
     pl_boot_mmu_restore();
 }
 
 void pl_arch_tlb_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
 {
     const struct pl_target *t = ctx;
-    if (t->arch_flags & F_S2)
-        pl_el2_call(el2_s2_flush, va, size, flags | (uint64_t)gshift(t) << 8);
+    if (t->arch_flags & (F_S2 | F_EL2))
+        pl_el2_call(el2_flush, va, size,
+                    flags | (uint64_t)gshift(t) << 8 | (uint64_t)!!(t->arch_flags & F_EL2) << 16);
     else if (flags & MMP_FLUSH_ALL)
         mmp_arch_tlbi_el1_all();
     else
@@ -230,6 +303,27 @@ static uint64_t token_seq;
 #define PAR_S (1ull << 9) /* the fault is a stage-2 fault */
 
 /* An abort of a probe: class, fault status (level ignored), address. */
+/* AT for the target's regime: S1E1*, S12E1* (stage 2) or S1E2* (EL2). */
+static uint64_t at(const struct pl_target *t, int write, int el0, uint64_t va)
+{
+    if (t->arch_flags & (F_S2 | F_EL2))
+        return pl_el2_call(el2_at, va, (uint64_t)write, (t->arch_flags & F_EL2) != 0);
+    return pl_at(write, el0, va);
+}
+
+/* Probes run where the regime is: at EL1, or at EL2 for the EL2 regime. */
+static int probe(const struct pl_target *t, int kind, uint64_t va, uint64_t value,
+                 struct pl_probe *p)
+{
+    if (t->arch_flags & F_EL2) {
+        p->value = value;
+        return (int)pl_el2_call(el2_probe, (uint64_t)kind, va, (uint64_t)(uintptr_t)p);
+    }
+    return kind == 0 ? pl_probe_load(va, p)
+           : kind == 1 ? pl_probe_store(va, value, p)
+                       : pl_probe_exec(va, p);
+}
+
 static int abort_is(const struct pl_probe *p, unsigned ec, unsigned fs, uint64_t far)
 {
     return ESR_EC(p->esr) == ec && (ESR_FSC(p->esr) & 0x3c) == fs && p->far == far;
@@ -240,14 +334,15 @@ int pl_arch_check(const struct pl_target *t, uint64_t va, const struct pl_expect
     struct pl_probe p;
     int s2 = (t->arch_flags & F_S2) != 0;
     /* Stage 2: the full translation at EL2; aborts are taken to EL2 ("lower EL"). */
-    uint64_t par = s2 ? pl_el2_call(el2_at, va, 0, 0) : pl_at(0, 0, va);
+    int one_el = (t->arch_flags & (F_S2 | F_EL2)) != 0; /* no EL0 side to check */
+    uint64_t par = at(t, 0, 0, va);
     unsigned dabt = s2 ? EC_DABT_LOW : EC_DABT_CUR, iabt = s2 ? EC_IABT_LOW : EC_IABT_CUR;
     uint64_t s_bit = s2 ? PAR_S : 0;
     if (!e->mapped) {
         if (!(par & PAR_F) || PAR_FST(par) != FS_TRANS || (par & PAR_S) != s_bit)
             return bad(va, "AT of an unmapped VA (PAR)", FS_TRANS | s_bit, par);
         if (real) {
-            pl_probe_load(va & ~7ull, &p);
+            probe(t, 0, va & ~7ull, 0, &p);
             if (!abort_is(&p, dabt, FS_TRANS, va & ~7ull))
                 return bad(va, "load from an unmapped VA (ESR)", FS_TRANS, p.esr);
             if (s2 && p.hpfar != ((va >> 12) << 4))
@@ -270,16 +365,16 @@ int pl_arch_check(const struct pl_target *t, uint64_t va, const struct pl_expect
     const struct {
         int write, el0, allowed;
         const char *what;
-    } at[] = {
-        { 1, 0, (a & MMP_PROT_WRITE) != 0, "AT S1E1W / S12E1W (PAR)" },
+    } ats[] = {
+        { 1, 0, (a & MMP_PROT_WRITE) != 0, "AT S1E1W / S12E1W / S1E2W (PAR)" },
         { 0, 1, (a & MMP_PROT_USER) != 0, "AT S1E0R (PAR)" },
         { 1, 1, (a & MMP_PROT_USER) && (a & MMP_PROT_WRITE), "AT S1E0W (PAR)" },
     };
-    for (unsigned i = 0; i < (s2 ? 1u : PL_ARRAY_SIZE(at)); i++) {
-        par = s2 ? pl_el2_call(el2_at, va, 1, 0) : pl_at(at[i].write, at[i].el0, va);
-        if (at[i].allowed ? (par & PAR_F) != 0
-                          : (!(par & PAR_F) || PAR_FST(par) != FS_PERM || (par & PAR_S) != s_bit))
-            return bad(va, at[i].what, at[i].allowed ? 0 : FS_PERM | s_bit, par);
+    for (unsigned i = 0; i < (one_el ? 1u : PL_ARRAY_SIZE(ats)); i++) {
+        par = at(t, ats[i].write, ats[i].el0, va);
+        if (ats[i].allowed ? (par & PAR_F) != 0
+                           : (!(par & PAR_F) || PAR_FST(par) != FS_PERM || (par & PAR_S) != s_bit))
+            return bad(va, ats[i].what, ats[i].allowed ? 0 : FS_PERM | s_bit, par);
     }
     if (!real)
         return 0;
@@ -290,14 +385,14 @@ int pl_arch_check(const struct pl_target *t, uint64_t va, const struct pl_expect
     volatile uint64_t *phys = (volatile uint64_t *)(uintptr_t)pa8;
     uint64_t tok = 0x6d6d750000000000ull ^ (++token_seq << 8) ^ va;
     *phys = tok;
-    if (pl_probe_load(v8, &p) || p.value != tok)
+    if (probe(t, 0, v8, 0, &p) || p.value != tok)
         return bad(va, "load through the mapping (ESR or value)", tok, p.esr ? p.esr : p.value);
     if (a & MMP_PROT_WRITE) {
-        if (pl_probe_store(v8, ~tok, &p) || *phys != ~tok)
+        if (probe(t, 1, v8, ~tok, &p) || *phys != ~tok)
             return bad(va, "store through the mapping (ESR or value)", ~tok,
                        p.esr ? p.esr : *phys);
     } else {
-        pl_probe_store(v8, ~tok, &p);
+        probe(t, 1, v8, ~tok, &p);
         if (!abort_is(&p, dabt, FS_PERM, v8) || !(p.esr & ESR_WNR) || *phys != tok)
             return bad(va, "store to a read-only VA (ESR)", FS_PERM, p.esr);
     }
@@ -305,7 +400,7 @@ int pl_arch_check(const struct pl_target *t, uint64_t va, const struct pl_expect
         return 0; /* instruction fetch only from Normal WB memory */
     uint64_t v4 = va & ~3ull;
     *(volatile uint32_t *)(uintptr_t)(e->pa & ~3ull) = pl_ret_insn;
-    pl_probe_exec(v4, &p);
+    probe(t, 2, v4, 0, &p);
     /* EL1 executes what is EXEC and, at stage 1, not EL0-accessible (USER is PXN). */
     if ((a & MMP_PROT_EXEC) && !(a & MMP_PROT_USER)) {
         if (p.esr)
