@@ -88,8 +88,9 @@ int pl_arch_targets(struct pl_target *t, int max)
      * range before a full flush (the hook's TLBI VMALLE1IS path); and no
      * blocks at all. */
     if (tg4 != 0xf && n + 2 <= max) {
-        add(t, &n, max, 4096, 48, "arm64 4K 48-bit, NO_CONT|NO_FOLD|FLUSH_ALL_OVER");
-        t[n - 1].cfg.flags = MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER;
+        add(t, &n, max, 4096, 48, "arm64 4K 48-bit, NO_CONT|NO_FOLD|FLUSH_ALL_OVER|KEEP_TABLES");
+        t[n - 1].cfg.flags =
+            MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER | MMP_PT_KEEP_TABLES;
         t[n - 1].cfg.flush_ranges = 1;
         add(t, &n, max, 4096, 39, "arm64 4K 39-bit, NO_BLOCKS");
         t[n - 1].cfg.flags = MMP_PT_NO_BLOCKS;

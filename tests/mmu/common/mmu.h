@@ -14,7 +14,7 @@
 
 /** One table configuration to test. */
 struct pl_target {
-    char name[48];
+    char name[72];
     struct mmp_pt_config cfg;
     uint64_t window;    /* base VA of the scenario window (free, in range) */
     uint64_t far_va;    /* a far VA only this configuration can reach, or 0 */

@@ -67,8 +67,8 @@ int pl_arch_targets(struct pl_target *t, int max)
     if (max >= 1)
         add(t, &n, 48, max_leaf, "x86-64 4-level (48-bit VA)");
     if (max >= 3) {
-        add(t, &n, 48, max_leaf, "x86-64 4-level, NO_BLOCKS|FLUSH_ALL_OVER");
-        t[n - 1].cfg.flags = MMP_PT_NO_BLOCKS | MMP_PT_FLUSH_ALL_OVER;
+        add(t, &n, 48, max_leaf, "x86-64 4-level, NO_BLOCKS|FLUSH_ALL_OVER|KEEP_TABLES");
+        t[n - 1].cfg.flags = MMP_PT_NO_BLOCKS | MMP_PT_FLUSH_ALL_OVER | MMP_PT_KEEP_TABLES;
         t[n - 1].cfg.flush_ranges = 1;
     }
     if (!(r[2] & (1u << 16)))
