@@ -80,8 +80,8 @@ if want aarch64; then
                 -m 2G -nographic -semihosting -kernel $out/aarch64-clang/payload.elf
         fi
         if build aarch64 flip; then
-            run_flip aarch64-flip 0 $A64 -M virt -cpu cortex-a57 -m 2G -nographic \
-                -semihosting -kernel $out/aarch64-flip/payload.elf
+            run_flip aarch64-flip 0 $A64 -M virt,virtualization=on -cpu cortex-a57 -m 2G \
+                -nographic -semihosting -kernel $out/aarch64-flip/payload.elf
         fi
     fi
 fi

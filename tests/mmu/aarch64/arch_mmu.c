@@ -415,7 +415,12 @@ int pl_arch_check(const struct pl_target *t, uint64_t va, const struct pl_expect
 uint64_t *pl_arch_desc_ptr(const struct pl_target *t, const struct mmp_pt *pt, uint64_t va)
 {
     unsigned gs = gshift(t), bpl = gs - 3;
-    unsigned levels = (t->cfg.va_bits - gs + bpl - 1) / bpl;
+    struct mmp_pt_info info;
+    /* Levels as the MMU walks them (a stage-2 root may be concatenated,
+     * which the AT checks confirm). */
+    if (mmp_pt_info(pt, &info))
+        return 0;
+    unsigned levels = info.levels;
     uint64_t *tbl = (uint64_t *)(uintptr_t)mmp_pt_root(pt);
     for (unsigned d = 0; d < levels; d++) {
         unsigned shift = gs + bpl * (levels - 1 - d);
