@@ -91,6 +91,7 @@ int pl_arch_activate(const struct pl_target *t, const struct mmp_pt *pt)
         return -1;
     }
     pl_x86_set_paging(root, t->arch_flags & F_LA57);
+    mmp_arch_tlb_flush_global(); /* a CR3 load keeps global entries */
     /* SMEP/SMAP make USER observable from CPL 0 (SDM 3A 4.6.1). */
     write_cr4(pl_read_cr(4) | cr4_extra);
     return 0;
@@ -100,6 +101,7 @@ void pl_arch_deactivate(void)
 {
     write_cr4(pl_read_cr(4) & ~(CR4_SMEP | CR4_SMAP));
     pl_boot_paging_restore();
+    mmp_arch_tlb_flush_global();
 }
 
 void pl_arch_tlb_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
