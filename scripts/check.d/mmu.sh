@@ -63,10 +63,18 @@ run_flip() {
     fi
 }
 
+# A compiler for <arch>: the native gcc on that host, else the cross gcc.
+have_cc() {
+    [ "$(uname -m)" = "$1" ] && command -v gcc > /dev/null && return 0
+    command -v "$1-linux-gnu-gcc" > /dev/null
+}
+
 A64=qemu-system-aarch64
 if want aarch64; then
     if ! command -v $A64 > /dev/null; then
         skip "mmu: aarch64: $A64 not installed"
+    elif ! have_cc aarch64; then
+        skip "mmu: aarch64: no aarch64 gcc (aarch64-linux-gnu-gcc) installed"
     elif build aarch64; then
         # cortex-a57 entered at EL1; max entered at EL2 (virtualization=on),
         # where the payload also tests stage 2 and the EL2 TLB helpers.
@@ -97,6 +105,8 @@ x64() { # x64 <cpu> <payload>
 if want x86_64; then
     if ! command -v $X64 > /dev/null; then
         skip "mmu: x86_64: $X64 not installed"
+    elif ! have_cc x86_64; then
+        skip "mmu: x86_64: no x86-64 gcc (x86_64-linux-gnu-gcc) installed"
     elif build x86_64; then
         for cpu in max qemu64,+la57; do
             run "x86_64-${cpu%%,*}" 1 $(x64 $cpu $out/x86_64/payload32.elf)
