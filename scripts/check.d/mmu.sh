@@ -83,7 +83,9 @@ if want aarch64; then
                 -semihosting -kernel $out/aarch64/payload.elf
         done
         # The clang build, on cortex-a57 entered at EL2 (stage 2 without 16K).
-        if build aarch64 clang; then
+        if ! command -v clang > /dev/null; then
+            skip "mmu: aarch64: clang not installed"
+        elif build aarch64 clang; then
             run aarch64-clang-cortex-a57 0 $A64 -M virt,virtualization=on -cpu cortex-a57 \
                 -m 2G -nographic -semihosting -kernel $out/aarch64-clang/payload.elf
         fi
@@ -111,7 +113,9 @@ if want x86_64; then
         for cpu in max qemu64,+la57; do
             run "x86_64-${cpu%%,*}" 1 $(x64 $cpu $out/x86_64/payload32.elf)
         done
-        if build x86_64 clang; then
+        if ! command -v clang > /dev/null; then
+            skip "mmu: x86_64: clang not installed"
+        elif build x86_64 clang; then
             run x86_64-clang-max 1 $(x64 max $out/x86_64-clang/payload32.elf)
         fi
         if build x86_64 flip; then
