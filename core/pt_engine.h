@@ -491,7 +491,15 @@ static void map_tbl(struct pt_op *o, unsigned d, uint64_t *t, uint64_t va, uint6
 
 /* ---- unmap / protect ---------------------------------------------------- */
 
-/* Full slots [a, b] of t at depth d hold leaves or nothing. */
+/*
+ * Full slots [a, b] of t at depth d hold leaves or nothing: unmap or
+ * re-protect them, in chunks of CHUNK entries. Contiguous runs cut by the
+ * range's ends are unfolded with break-before-make. Runs wholly inside keep
+ * their bit: a permission change is written in place, because until the
+ * flush a TLB may give either the old or the new permission for the run and
+ * after it only the new one (what Linux's contpte_wrprotect_ptes relies on);
+ * a memory-type change needs break-before-make (D8.16.1), chunk by chunk.
+ */
 static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, unsigned b,
                        uint64_t va_a, bool priv)
 {

@@ -16,6 +16,13 @@
 
 #include "mmp_test.h"
 
+/* Running slowly (qemu-user, or valgrind in the check's memcheck step):
+ * the suites use fewer iterations. */
+static inline int pt_slow(void)
+{
+    return mmp_test_emulated() || getenv("MMPORT_UNDER_VALGRIND") != NULL;
+}
+
 struct tcfg {
     const char *name;
     struct mmp_pt_config c;

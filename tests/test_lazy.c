@@ -236,7 +236,7 @@ START_TEST(lazy_equals_eager)
     for (size_t c = 0; c < NCFG; c++) {
         struct tenv *ea = tenv_new(&pt_cfgs[c].c), *eb = tenv_new(&pt_cfgs[c].c);
         uint64_t G = G_of(ea), seed = 0x51ed2701ull + c, W = 2048 * G, base = 1ull << 30;
-        int steps = mmp_test_emulated() ? 200 : 1000;
+        int steps = pt_slow() ? 200 : 1000;
         for (int s = 0; s < steps; s++) {
             if (s % 17 == 0)
                 mmp_lazy_enter(&eb->pt);

@@ -148,8 +148,9 @@ static void partial_in(size_t c, uint64_t unit, int protect)
     uint64_t run = run_bytes_for(inf.cont_sizes, inf.granule) / inf.granule;
     for (uint64_t off = 0; off < n; off++) {
         /* sample: every page when small, else the ends, run edges and a stride */
-        if (n > 512 && !(off < 3 || off > n - 3 || (run && (off % run < 2 || off % run == run - 1) &&
-                                                    off % (run * 37) < run) || off % 499 == 0))
+        if (n > (pt_slow() ? 32u : 512u) &&
+            !(off < 3 || off > n - 3 || (run && (off % run < 2 || off % run == run - 1) &&
+                                         off % (run * 37) < run) || off % 499 == 0))
             continue;
         for (uint64_t len = 1; len <= 3 && off + len <= n; len += 2) {
             ck_assert_int_eq(mmp_pt_map(&e->pt, va, pa, unit, RW, 0), 0);
@@ -184,7 +185,7 @@ START_TEST(partial_unmap_protect_in_blocks_and_runs)
         tenv_free(e);
         uint64_t run = run_bytes_for(inf.cont_sizes, inf.granule);
         uint64_t blk = first_block(&inf);
-        if (mmp_test_emulated() && blk > (64u << 20))
+        if (pt_slow() && blk > (64u << 20))
             blk = 0; /* the 512M block of 64K: natively only */
         for (int p = 0; p < 2; p++) {
             if (run)
@@ -637,7 +638,7 @@ START_TEST(concurrent_reader_sees_no_torn_entries)
         ck_assert_int_eq(mmp_pt_map(pt, r.va, r.pa, r.n * r.G, RW, 0), 0);
         pthread_t th;
         ck_assert_int_eq(pthread_create(&th, NULL, reader, &r), 0);
-        int rounds = mmp_test_emulated() ? 300 : 3000;
+        int rounds = pt_slow() ? 300 : 3000;
         for (int k = 0; k < rounds; k++) {
             ck_assert_int_eq(mmp_pt_protect(pt, r.va, r.n * r.G, k & 1 ? RW : RO), 0);
             uint64_t other = r.va + (2ull << 20) * (1 + k % 4);

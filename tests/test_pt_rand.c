@@ -83,7 +83,7 @@ static void differential(size_t c, int steps, uint64_t seed)
 
 START_TEST(differential_vs_model)
 {
-    int steps = mmp_test_emulated() ? 300 : 3000;
+    int steps = pt_slow() ? 150 : 3000;
     for (size_t c = 0; c < NCFG; c++)
         differential(c, steps, 0x9e3779b97f4a7c15ull ^ (c * 0x1234567));
 }

@@ -106,6 +106,8 @@ static void flush_noop(void *ctx, uint64_t va, uint64_t size, unsigned flags)
     (void)flags;
 }
 
+static bool use_heap; /* --heap: the built-in allocator (NULL ops) */
+
 static struct mmp_pt_ops bench_ops(bool syscall_flush)
 {
     struct mmp_pt_ops o = {b_alloc, b_free, NULL, syscall_flush ? flush_syscall : flush_noop, NULL};
@@ -208,7 +210,7 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
             for (int rep = 0; rep < reps; rep++) {
                 struct mmp_pt pt;
                 struct mmp_pt_ops ops = bench_ops(false);
-                if (mmp_pt_init(&pt, &fmt->cfg, &ops))
+                if (mmp_pt_init(&pt, &fmt->cfg, use_heap ? NULL : &ops))
                     return cli_error("bench", "cannot create a %s table", fmts[f]);
                 struct mmp_pt_info inf;
                 mmp_pt_info(&pt, &inf);
@@ -458,6 +460,8 @@ static int run(int argc, char **argv)
                 return cli_usage_error("bench", "--mode naive|eager|lazy");
         } else if (strcmp(argv[i], "--pages") == 0 && i + 1 < argc) {
             vm_pages = (unsigned)atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--heap") == 0) {
+            use_heap = true;
         } else if (strcmp(argv[i], "--free-tables") == 0) {
             vm_keep = false;
         } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
@@ -486,7 +490,7 @@ const struct cli_command cli_bench_map = {
     .name = "map",
     .summary = "page-table map/protect/unmap speed",
     .usage =
-        "usage: mmport bench map [--json] [--format F] [--size 1G] [--reps N]\n"
+        "usage: mmport bench map [--json] [--format F] [--size 1G] [--reps N] [--heap]\n"
         "       mmport bench map --depth [--json]\n"
         "       mmport bench map --pattern vmalloc [--flush syscall|noop] [--free-tables]\n"
         "                        [--format F] [--mode M] [--pages P] [--json]\n\n"
@@ -495,7 +499,9 @@ const struct cli_command cli_bench_map = {
         "pages (no blocks, no contiguous runs), cont (runs, no blocks; arm64), blocks\n"
         "(everything). ns_per_page is per 4 KiB of input address space, best of --reps\n"
         "fresh tables; table_pages is what the map left, table_pages_min the fewest\n"
-        "the layout allows; entries/barriers/flushes are the mmp_pt_stats counters.\n\n"
+        "the layout allows; entries/barriers/flushes are the mmp_pt_stats counters.\n"
+        "Table pages come from a pre-faulted pool (a hypervisor's own allocator);\n"
+        "--heap uses the built-in allocator instead (fresh heap pages: page faults).\n\n"
         "--depth: the same engine with the paging depth fixed at compile time (4 levels)\n"
         "against the run-time depth, interleaved, 64 MiB one page per call plus one\n"
         "range call; the overhead column is the cost of choosing the depth at run time.\n\n"

@@ -71,7 +71,7 @@ static int run(int argc, char **argv)
         }
     }
     cfg = fmt->cfg;
-    cfg.flags = flags;
+    cfg.flags |= flags;
     struct mmp_pt *pt;
     int rc = mmp_pt_create(&pt, &cfg, NULL);
     if (rc)
@@ -124,7 +124,8 @@ const struct cli_command cli_cmd_ptdump = {
              "kind (VA range, PA, size, block / cont / page with leaf size and level,\n"
              "attributes), then the totals: pages, contiguous runs, blocks, table pages.\n\n"
              "  --format F   x86-64, x86-64-la57, arm64-4k (default), arm64-16k, arm64-64k,\n"
-             "               arm64-s2-4k (40-bit IPA), arm64-s2-16k, arm64-s2-64k\n"
+             "               arm64-el2-4k (single-range EL2), arm64-s2-4k (40-bit IPA),\n"
+             "               arm64-s2-16k, arm64-s2-64k\n"
              "  --map        sizes take K/M/G suffixes; ATTRS: letters r w x u g and a\n"
              "               memory type wb (default), nc or device, comma separated,\n"
              "               e.g. 0x40000000:0x80000000:2M:rw,device\n",

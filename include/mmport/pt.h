@@ -170,9 +170,10 @@ struct mmp_pt {
  * Initialise @p pt and allocate its root table.
  * @p ops NULL means the built-in allocator (hosted builds only: heap pages,
  * pa == va, no-op flush); a freestanding build returns -EINVAL for NULL.
- * Errors: -EINVAL (NULL pt/cfg, unknown format, bad granule, va_bits or
- * pa_bits out of the format's range, incomplete ops); -ENOTSUP (granule and
- * level combination the format lacks); -ENOMEM (root allocation failed).
+ * Errors: -EINVAL (NULL pt/cfg, unknown format or config flag, bad
+ * granule, va_bits or pa_bits out of the format's range, flush_ranges > 8,
+ * ops without alloc_table/free_table); -ENOTSUP (granule and level
+ * combination the format lacks); -ENOMEM (root allocation failed).
  */
 MMP_API int mmp_pt_init(struct mmp_pt *pt, const struct mmp_pt_config *cfg,
                         const struct mmp_pt_ops *ops);
@@ -180,7 +181,8 @@ MMP_API int mmp_pt_init(struct mmp_pt *pt, const struct mmp_pt_config *cfg,
 /** Free every table page of @p pt. The table must not be in use by an MMU. */
 MMP_API void mmp_pt_fini(struct mmp_pt *pt);
 
-/** mmp_pt_init() on heap storage (hosted builds). Errors as init; -ENOMEM. */
+/** mmp_pt_init() on heap storage. Errors as init; -ENOMEM; -ENOSYS in a
+ * freestanding build (no heap: embed struct mmp_pt and call mmp_pt_init). */
 MMP_API int mmp_pt_create(struct mmp_pt **pt, const struct mmp_pt_config *cfg,
                           const struct mmp_pt_ops *ops);
 /** mmp_pt_fini() and free the storage from mmp_pt_create(). NULL is a no-op. */
@@ -188,9 +190,12 @@ MMP_API void mmp_pt_destroy(struct mmp_pt *pt);
 
 /**
  * Map [va, va+size) to [pa, pa+size) with @p attrs (MMP_PROT_* | MMP_MEM_*),
- * using the largest leaves alignment allows (block, contiguous run, page).
+ * using the largest leaves alignment allows (block, contiguous run, page);
+ * a run or block-sized region it completes together with earlier calls'
+ * mappings is folded (unless MMP_PT_NO_FOLD). Every format needs
+ * MMP_PROT_READ; stage 2 and MMP_PT_EL2 reject USER and GLOBAL.
  * Errors: -EINVAL (va, pa or size not granule-aligned, size 0, unknown attrs
- * or flags, WRITE without READ); -EOVERFLOW (va+size or pa+size wraps);
+ * or flags, WRITE without READ, attrs the format cannot express); -EOVERFLOW (va+size or pa+size wraps);
  * -ERANGE (beyond va_bits / non-canonical x86 address, or beyond pa_bits);
  * -EEXIST (something is mapped in the range and MMP_MAP_REPLACE is not
  * given); -ENOMEM (a table allocation failed).
@@ -201,7 +206,8 @@ MMP_API int mmp_pt_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t siz
 /**
  * Unmap [va, va+size); blocks and contiguous runs that straddle the ends
  * are split so the rest stays mapped. Holes inside the range are skipped.
- * Tables left empty are freed (after the flush that covers them).
+ * Tables left empty are freed after the flush that covers them (kept
+ * linked with MMP_PT_KEEP_TABLES).
  * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for map; -ENOMEM (a split needed
  * a table and none could be allocated).
  */
@@ -214,7 +220,8 @@ MMP_API int mmp_pt_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size);
  */
 MMP_API int mmp_pt_protect(struct mmp_pt *pt, uint64_t va, uint64_t size, uint32_t attrs);
 
-/** The leaf translating @p va. Errors: -ENOENT (unmapped), -EINVAL, -ERANGE. */
+/** The leaf translating @p va (any address inside a page). Errors: -ENOENT
+ * (unmapped), -EINVAL (NULL argument), -ERANGE (beyond va_bits, non-canonical). */
 MMP_API int mmp_pt_lookup(const struct mmp_pt *pt, uint64_t va, struct mmp_pt_leaf *out);
 
 /** Called for each leaf; a non-zero return stops the walk and is returned. */
