@@ -70,6 +70,22 @@ START_TEST(geometry_per_config)
 }
 END_TEST
 
+/* The root allocation failing leaves nothing behind. */
+START_TEST(init_root_allocation_fails)
+{
+    for (size_t c = 0; c < NCFG; c++) {
+        struct tenv *e = calloc(1, sizeof *e);
+        struct mmp_pt_ops o = t_ops(e);
+        e->fail_at = 1;
+        ck_assert_int_eq(mmp_pt_init(&e->pt, &pt_cfgs[c].c, &o), -MMP_ENOMEM);
+        ck_assert_int_eq(e->live, 0);
+        ck_assert_uint_eq(mmp_pt_root(&e->pt), 0);
+        mmp_pt_fini(&e->pt); /* harmless on a failed init */
+        free(e);
+    }
+}
+END_TEST
+
 /* Leaf and block sizes, contiguous runs (Arm ARM D8.6.1; SDM 4.5). */
 START_TEST(leaf_and_run_sizes)
 {
@@ -212,6 +228,7 @@ Suite *mmp_suite_pt_fmt(void)
 {
     Suite *s = suite_create("pt_fmt");
     MMP_ADD(s, geometry_per_config);
+    MMP_ADD(s, init_root_allocation_fails);
     MMP_ADD(s, leaf_and_run_sizes);
     MMP_ADD(s, x86_descriptor_bits);
     MMP_ADD(s, arm64_descriptor_bits);

@@ -195,8 +195,8 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
     else
         printf("%-12s %-8s %-7s %10s %9s %9s %10s %5s %5s\n", "format", "op", "policy",
                "ns/4K-page", "tables", "min", "entries", "barr", "flush");
-    static const char *const fmts[] = {"x86-64", "x86-64-la57", "arm64-4k", "arm64-16k",
-                                       "arm64-64k"};
+    static const char *const fmts[] = {"x86-64",    "x86-64-la57", "arm64-4k",
+                                       "arm64-16k", "arm64-64k",   "arm64-s2-4k"};
     for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
         if (only && strcmp(only, fmts[f]) != 0)
             continue;
@@ -495,7 +495,7 @@ const struct cli_command cli_bench_map = {
         "       mmport bench map --pattern vmalloc [--flush syscall|noop] [--free-tables]\n"
         "                        [--format F] [--mode M] [--pages P] [--json]\n\n"
         "Default: maps --size bytes (1 GiB) in one call, re-protects and unmaps them, per\n"
-        "format (x86-64, x86-64-la57, arm64-4k, arm64-16k, arm64-64k) and leaf policy:\n"
+        "format (x86-64, x86-64-la57, arm64-4k, -16k, -64k, arm64-s2-4k) and leaf policy:\n"
         "pages (no blocks, no contiguous runs), cont (runs, no blocks; arm64), blocks\n"
         "(everything). ns_per_page is per 4 KiB of input address space, best of --reps\n"
         "fresh tables; table_pages is what the map left, table_pages_min the fewest\n"
