@@ -23,6 +23,10 @@ extern char __image_start[], __image_end[], __arena_start[], __arena_end[];
 #define UNIT 4096u
 #define ARENA_UNITS 4096u /* 16 MiB, the arena in link.ld */
 static uint8_t arena_used[ARENA_UNITS];
+static uint32_t arena_serial[ARENA_UNITS]; /* call that allocated the page */
+static uint32_t op_serial;                 /* the current call (or lazy section) */
+static int nonleaf_flushed;                /* this call flushed walk caches too */
+static unsigned long early_frees;          /* tables freed before such a flush */
 static unsigned arena_pages;
 static int arena_fail_countdown = -1; /* >= 0: fail the n-th next allocation */
 
@@ -42,8 +46,10 @@ static void *pl_alloc_table(void *ctx, size_t bytes, uint64_t *pa)
             j++;
         if (j < n)
             continue;
-        for (j = 0; j < n; j++)
+        for (j = 0; j < n; j++) {
             arena_used[i + j] = 1;
+            arena_serial[i + j] = op_serial;
+        }
         arena_pages++;
         /* Poison: a descriptor the engine failed to clear looks valid. */
         memset((void *)(uintptr_t)a, 0xa5, bytes);
@@ -54,6 +60,7 @@ static void *pl_alloc_table(void *ctx, size_t bytes, uint64_t *pa)
 }
 
 static unsigned long table_frees;
+static int live_pt_set(void);
 
 static void pl_free_table(void *ctx, void *va, uint64_t pa, size_t bytes)
 {
@@ -61,6 +68,14 @@ static void pl_free_table(void *ctx, void *va, uint64_t pa, size_t bytes)
     table_frees++;
     (void)va;
     unsigned i = (unsigned)((pa - (uint64_t)(uintptr_t)__arena_start) / UNIT);
+    /*
+     * A table from an earlier call was reachable by the MMU's walker: it
+     * may be freed only after a flush that is not leaf-only (walk caches;
+     * mmp_pt_ops::tlb_flush, MMP_FLUSH_LEAF). Pages allocated by this call
+     * may never have been linked (spare reservations): not judged.
+     */
+    if (live_pt_set() && arena_serial[i] != op_serial && !nonleaf_flushed)
+        early_frees++;
     for (unsigned j = 0; j < (bytes + UNIT - 1) / UNIT; j++)
         arena_used[i + j] = 0;
     arena_pages--;
@@ -338,7 +353,14 @@ static void op_begin(void)
     if (!in_lazy) { /* a lazy section records its flushes from enter to leave */
         nflushed = 0;
         flushed_all = 0;
+        nonleaf_flushed = 0;
+        op_serial++;
     }
+}
+
+static int live_pt_set(void)
+{
+    return live_pt != 0;
 }
 
 static int flush_covers(uint64_t va)
@@ -387,6 +409,8 @@ static void bbm_check_changed(uint64_t va)
 static void flush_hook(void *ctx, uint64_t va, uint64_t size, unsigned flags)
 {
     struct mmp_pt_stats st;
+    if (!(flags & MMP_FLUSH_LEAF))
+        nonleaf_flushed = 1;
     if ((flags & MMP_FLUSH_ALL) || nflushed == PL_ARRAY_SIZE(flushed)) {
         flushed_all = 1;
     } else if (size) {
@@ -930,6 +954,8 @@ static void run_target(const struct pl_target *t, unsigned idx)
     pl_result(mismatches == 0, "%s: payload runs on the mmport table (identity map checked)",
               t->name);
     live_pt = &pt;
+    early_frees = 0;
+    unsigned long frees_at_start = table_frees;
     struct mmp_pt_stats st;
     mmp_pt_stats(&pt, &st);
     last_bbm = st.bbm;
@@ -963,6 +989,9 @@ static void run_target(const struct pl_target *t, unsigned idx)
                   t->name, u.empty_tables, u.table_pages, st0.table_pages);
 
     live_pt = 0;
+    pl_result(early_frees == 0,
+              "%s: no table page freed before a walk-cache (non-leaf) flush (%lu frees, %lu early)",
+              t->name, table_frees - frees_at_start, early_frees);
     pl_arch_deactivate();
     mmp_pt_stats(&pt, &st);
     pl_printf("  stats: %lu entries written, %lu flushes, %lu barriers, %lu break-before-make, "
