@@ -236,6 +236,19 @@ static void link_table(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uin
 static void map_tbl(struct pt_op *o, unsigned d, uint64_t *t, uint64_t va, uint64_t last, bool priv);
 static void chg_tbl(struct pt_op *o, unsigned d, uint64_t *t, uint64_t va, uint64_t last, bool priv);
 
+/* Break entries [lo, lo+n) of a live table (arm64): invalid, then the
+ * barrier and flush at once. Nothing to do in private tables or on x86. */
+static void break_entries(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned n,
+                          uint64_t va_lo, bool priv)
+{
+    if (priv || !o->g->bbm)
+        return;
+    for (unsigned k = lo; k < lo + n; k++)
+        pt_st(&t[k], 0);
+    wrote(o, n, priv);
+    mmp_core_pt_bbm(o->pt, va_lo, va_lo + n * slot_size(o->g, d) - 1, MMP_FLUSH_LEAF);
+}
+
 /*
  * Unfold the contiguous run holding entry i at depth d (its entries lose the
  * contiguous bit, the translations stay); with break-before-make when the
@@ -250,12 +263,7 @@ static void unfold_run(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uin
     uint64_t e = pt_ld(&t[i]);
     uint64_t tm = e & ~g->oa_mask[d] & ~g->cont_bit;
     uint64_t pa_lo = (e & g->oa_mask[d]) - (uint64_t)(i - lo) * sz;
-    if (!priv && g->bbm) {
-        for (unsigned k = lo; k < lo + R; k++)
-            pt_st(&t[k], 0);
-        wrote(o, R, priv);
-        mmp_core_pt_bbm(o->pt, va_lo, va_lo + R * sz - 1, MMP_FLUSH_LEAF);
-    }
+    break_entries(o, d, t, lo, R, va_lo, priv);
     for (unsigned k = lo; k < lo + R; k++)
         if (k != i || keep_i)
             pt_st(&t[k], tm | (pa_lo + (uint64_t)(k - lo) * sz));
@@ -448,6 +456,18 @@ static void try_collapse(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, u
     pt_st(&t[i], o->tmpl[d] | pa);
     wrote(o, 1, priv);
     mmp_core_pt_defer_free(o->pt, c, e & g->tbl_oa_mask);
+    /* The new block may complete a contiguous run of blocks. */
+    unsigned R = run_len(o, d);
+    if (R > 1) {
+        unsigned ra = i & ~(R - 1);
+        uint64_t va_ra = base - (uint64_t)(i - ra) * sz;
+        if (run_matches(o, d, t, ra, ra + R - 1, va_ra + o->delta, o->tmpl[d])) {
+            break_entries(o, d, t, ra, R, va_ra, priv);
+            for (unsigned k = ra; k < ra + R; k++)
+                pt_st(&t[k], o->tmpl[d] | g->cont_bit | (va_ra + o->delta + (k - ra) * sz));
+            wrote(o, R, priv);
+        }
+    }
 }
 
 static void map_tbl(struct pt_op *o, unsigned d, uint64_t *t, uint64_t va, uint64_t last, bool priv)

@@ -392,6 +392,31 @@ START_TEST(folding_into_block)
 }
 END_TEST
 
+/* Page-granular mapping of a 32 MiB region (arm64 4K) ends as one
+ * contiguous run of 16 blocks: pages fold into runs, tables into blocks,
+ * blocks into a run of blocks. */
+START_TEST(folding_up_to_block_runs)
+{
+    struct tenv *e = tenv_new(&pt_cfgs[2].c);
+    uint64_t G = 4096, R = 32ull << 20, va = R * 4, pa = R * 9;
+    uint64_t step = pt_slow() ? 512 * G : G; /* emulated: 2M per call */
+    for (uint64_t off = 0; off < R; off += step)
+        ck_assert_int_eq(mmp_pt_map(&e->pt, va + off, pa + off, step, RW, 0), 0);
+    struct mmp_pt_usage u;
+    mmp_pt_usage(&e->pt, &u);
+    ck_assert_uint_eq(u.blocks, 16);
+    ck_assert_uint_eq(u.cont_runs, 1);
+    ck_assert_uint_eq(u.pages, 0);
+    struct mmp_pt_leaf l;
+    ck_assert_int_eq(mmp_pt_lookup(&e->pt, va + R / 2 + G, &l), 0);
+    ck_assert_int_eq(l.kind, MMP_LEAF_CONT);
+    ck_assert_uint_eq(l.size, 2u << 20);
+    ck_assert_uint_eq(l.pa, pa + R / 2);
+    ck_assert_int_eq(e->live, 3); /* L0 root, L1, L2: every L3 table went back */
+    tenv_free(e);
+}
+END_TEST
+
 struct snap {
     int n;
     struct mmp_pt_leaf l[4096];
@@ -688,6 +713,7 @@ Suite *mmp_suite_pt(void)
     MMP_ADD(s, protect_whole_runs);
     MMP_ADD(s, folding_across_calls);
     MMP_ADD(s, folding_into_block);
+    MMP_ADD(s, folding_up_to_block_runs);
     MMP_ADD(s, fault_injection_every_allocation);
     MMP_ADD(s, bad_input_table);
     MMP_ADD(s, default_ops_and_create);
