@@ -1,0 +1,129 @@
+#!/bin/sh
+# Real-MMU conformance (docs/mmu.md): builds the freestanding payloads of
+# tests/mmu/ from the library's own sources, boots them under QEMU system
+# emulation (aarch64: cortex-a57 and max, entered at EL1 and at EL2;
+# x86-64: max and qemu64,+la57), built with gcc and with clang, and counts
+# their PASS/FAIL/SKIP lines. A second build with
+# -DMMP_TEST_FLIP_ATTR_BIT corrupts one descriptor bit and must FAIL:
+# that shows the checks can catch a wrong table.
+# Writes "passed failed skipped" to $MMPORT_TEST_RESULTS; exits non-zero
+# on any failure. MMU_ONLY="aarch64" or "x86_64" runs one family.
+set -u
+res=${MMPORT_TEST_RESULTS:-/dev/null}
+MAKE=${MAKE:-make}
+out=build/mmu
+mkdir -p "$out/logs"
+p=0 f=0 s=0
+pass() { echo "PASS: $*"; p=$((p + 1)); }
+fail() { echo "FAIL: $*"; f=$((f + 1)); }
+skip() { echo "SKIP: $*"; s=$((s + 1)); }
+want() { [ -z "${MMU_ONLY:-}" ] || case " $MMU_ONLY " in *" $1 "*) ;; *) return 1 ;; esac; }
+
+build() { # build <arch> [variant: flip, or clang to compile with clang]
+    log=$out/logs/build-$1${2:+-$2}.log
+    cc=gcc; [ "${2:-}" = clang ] && cc=clang
+    if $MAKE --no-print-directory -j2 -f tests/mmu/mmu.mk PL_ARCH="$1" PL_VARIANT="${2:-}" \
+        PL_CC=$cc > "$log" 2>&1; then
+        pass "mmu: build $1${2:+ ($2)} payload"
+    else
+        tail -20 "$log"
+        fail "mmu: build $1${2:+ ($2)} payload"
+        return 1
+    fi
+}
+
+# run <label> <success-rc> <command...>: boots one payload, echoes and
+# counts its result lines. Success needs the expected exit status, a
+# RESULT line and no FAIL line.
+run() {
+    label=$1 okrc=$2; shift 2
+    log=$out/logs/run-$label.log
+    timeout 60 "$@" > "$log" 2>&1 < /dev/null
+    rc=$?
+    tr -d '\r' < "$log" | grep -E '^(PASS|FAIL|SKIP): ' | sed "s|^\([A-Z]*\): |\1: $label: |"
+    np=$(grep -c '^PASS: ' "$log") nf=$(grep -c '^FAIL: ' "$log") ns=$(grep -c '^SKIP: ' "$log")
+    p=$((p + np)) f=$((f + nf)) s=$((s + ns))
+    if [ "$rc" != "$okrc" ] || ! grep -q '^RESULT: ' "$log"; then
+        tail -5 "$log"
+        fail "$label: payload exit status $rc (want $okrc), see $log"
+    fi
+}
+
+# run_flip <label> <success-rc> <command...>: the corrupted build must fail.
+run_flip() {
+    label=$1 okrc=$2; shift 2
+    log=$out/logs/run-$label.log
+    timeout 60 "$@" > "$log" 2>&1 < /dev/null
+    rc=$?
+    nf=$(grep -c '^FAIL: ' "$log")
+    if [ "$rc" != "$okrc" ] && [ "$nf" -gt 0 ]; then
+        pass "$label: flipped descriptor bit detected ($nf FAIL lines, exit $rc)"
+    else
+        fail "$label: flipped descriptor bit went unnoticed (exit $rc), see $log"
+    fi
+}
+
+# A compiler for <arch>: the native gcc on that host, else the cross gcc.
+have_cc() {
+    [ "$(uname -m)" = "$1" ] && command -v gcc > /dev/null && return 0
+    command -v "$1-linux-gnu-gcc" > /dev/null
+}
+
+A64=qemu-system-aarch64
+if want aarch64; then
+    if ! command -v $A64 > /dev/null; then
+        skip "mmu: aarch64: $A64 not installed"
+    elif ! have_cc aarch64; then
+        skip "mmu: aarch64: no aarch64 gcc (aarch64-linux-gnu-gcc) installed"
+    elif build aarch64; then
+        # cortex-a57 entered at EL1; max entered at EL2 (virtualization=on),
+        # where the payload also tests stage 2 and the EL2 TLB helpers.
+        for m in cortex-a57:virt max:virt,virtualization=on; do
+            run "aarch64-${m%%:*}" 0 $A64 -M "${m#*:}" -cpu "${m%%:*}" -m 2G -nographic \
+                -semihosting -kernel $out/aarch64/payload.elf
+        done
+        # The clang build, on cortex-a57 entered at EL2 (stage 2 without 16K).
+        if ! command -v clang > /dev/null; then
+            skip "mmu: aarch64: clang not installed"
+        elif build aarch64 clang; then
+            run aarch64-clang-cortex-a57 0 $A64 -M virt,virtualization=on -cpu cortex-a57 \
+                -m 2G -nographic -semihosting -kernel $out/aarch64-clang/payload.elf
+        fi
+        if build aarch64 flip; then
+            run_flip aarch64-flip 0 $A64 -M virt,virtualization=on -cpu cortex-a57 -m 2G \
+                -nographic -semihosting -kernel $out/aarch64-flip/payload.elf
+        fi
+    fi
+fi
+
+# x86-64: isa-debug-exit makes QEMU exit with (value << 1) | 1, so a
+# payload that writes 0 (success) exits with status 1. qemu64 lacks 1 GiB
+# pages; max has them; both get LA57 so 5-level paging runs on each.
+X64=qemu-system-x86_64
+x64() { # x64 <cpu> <payload>
+    echo $X64 -M pc -cpu "$1" -m 2G -display none -nodefaults -no-reboot -debugcon stdio \
+        -device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel "$2"
+}
+if want x86_64; then
+    if ! command -v $X64 > /dev/null; then
+        skip "mmu: x86_64: $X64 not installed"
+    elif ! have_cc x86_64; then
+        skip "mmu: x86_64: no x86-64 gcc (x86_64-linux-gnu-gcc) installed"
+    elif build x86_64; then
+        for cpu in max qemu64,+la57; do
+            run "x86_64-${cpu%%,*}" 1 $(x64 $cpu $out/x86_64/payload32.elf)
+        done
+        if ! command -v clang > /dev/null; then
+            skip "mmu: x86_64: clang not installed"
+        elif build x86_64 clang; then
+            run x86_64-clang-max 1 $(x64 max $out/x86_64-clang/payload32.elf)
+        fi
+        if build x86_64 flip; then
+            run_flip x86_64-flip 1 $(x64 max $out/x86_64-flip/payload32.elf)
+        fi
+    fi
+fi
+
+echo "$p $f $s" > "$res"
+echo "mmu: $p passed, $f failed, $s skipped"
+[ "$f" = 0 ]

@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * aarch64 hooks for the page-table scenarios: stage-1 EL1&0 tables for the
+ * granules and VA sizes the CPU supports, TCR_EL1/TTBR0_EL1 loading, the
+ * tlb_flush hook (TLBI helpers of arch/arm64/tlb.h) and the check of one
+ * VA with AT S1E1R/S1E1W/S1E0R/S1E0W + PAR_EL1 and real accesses.
+ */
+#include "arch.h"
+#include "mmu.h"
+#include "tlb.h"
+
+/* Scratch RAM: the third GiB of guest RAM (QEMU virt -m 2G: RAM is
+ * 0x40000000..0xbfffffff; the payload lives in the first GiB). */
+const uint64_t pl_scratch_lo = 0x80000000ull, pl_scratch_hi = 0xc0000000ull;
+
+#define RW (MMP_PROT_READ | MMP_PROT_WRITE)
+const struct pl_ident pl_arch_ident[] = {
+    { 0x09000000ull, 0x10000, RW | MMP_PROT_GLOBAL | MMP_MEM_DEVICE }, /* PL011 UART */
+    { 0x80000000ull, 0x40000000ull, RW | MMP_PROT_GLOBAL },            /* scratch */
+};
+const unsigned pl_arch_nident = PL_ARRAY_SIZE(pl_arch_ident);
+
+const uint32_t pl_ret_insn = 0xd65f03c0u; /* ret */
+const unsigned pl_ret_insn_size = 4;
+
+#define F_S2 1u  /* stage 2, VTTBR_EL2 */
+#define F_EL2 2u /* stage 1 of the EL2 regime (MMP_PT_EL2), TTBR0_EL2 */
+
+static void add(struct pl_target *t, int *n, int max, unsigned granule, unsigned va_bits,
+                const char *name)
+{
+    int s2 = name[6] == 'S'; /* "arm64 S2 ..." */
+    if (*n >= max)
+        return;
+    struct pl_target *x = &t[(*n)++];
+    pl_snprintf(x->name, sizeof(x->name), "%s", name);
+    x->cfg.format = s2 ? MMP_PT_ARM64_S2 : MMP_PT_ARM64_S1;
+    x->cfg.granule = granule;
+    x->cfg.va_bits = va_bits;
+    x->cfg.pa_bits = 0;
+    x->cfg.flags = 0;
+    x->window = 0x4000000000ull; /* 256 GiB */
+    x->far_va = (1ull << va_bits) - 4ull * granule;
+    x->max_leaf = 1ull << 62;
+    x->sparse_span = 0;
+    x->prot_mask = MMP_PROT_MASK;
+    x->arch_flags = 0;
+    if (s2) {
+        /* EL1 reaches an IPA through the boot map's 1 GiB identity blocks,
+         * which cover the 39-bit VA space except 256 GiB (kept as a hole). */
+        x->window = 0x2000000000ull; /* 128 GiB */
+        x->far_va = 0;
+        x->sparse_span = 1ull << 38;
+        x->prot_mask = MMP_PROT_READ | MMP_PROT_WRITE | MMP_PROT_EXEC;
+        x->arch_flags = F_S2;
+    }
+}
+
+int pl_arch_targets(struct pl_target *t, int max)
+{
+    /* ID_AA64MMFR0_EL1 (Arm ARM D19.2.64): TGran4 [31:28] 0 = yes, 0xf = no;
+     * TGran64 [27:24] 0 = yes, 0xf = no; TGran16 [23:20] 0 = no, 1+ = yes. */
+    uint64_t mmfr0 = pl_read_sysreg(id_aa64mmfr0_el1);
+    unsigned tg4 = (mmfr0 >> 28) & 0xf, tg64 = (mmfr0 >> 24) & 0xf, tg16 = (mmfr0 >> 20) & 0xf;
+    int n = 0;
+    if (tg4 != 0xf) {
+        add(t, &n, max, 4096, 39, "arm64 4K granule, 39-bit VA (3 levels)");
+        add(t, &n, max, 4096, 48, "arm64 4K granule, 48-bit VA (4 levels)");
+    } else {
+        pl_skip("ID_AA64MMFR0_EL1.TGran4 = 0xf: the CPU has no 4K granule", "arm64 4K granule");
+    }
+    if (tg16 != 0) {
+        add(t, &n, max, 16384, 47, "arm64 16K granule, 47-bit VA (3 levels)");
+        add(t, &n, max, 16384, 48, "arm64 16K granule, 48-bit VA (4 levels)");
+    } else {
+        pl_skip("ID_AA64MMFR0_EL1.TGran16 = 0: the CPU has no 16K granule",
+                "arm64 16K granule");
+    }
+    if (tg64 != 0xf) {
+        /* 64K tables have at most 3 levels below 52-bit VAs (FEAT_LVA). */
+        add(t, &n, max, 65536, 42, "arm64 64K granule, 42-bit VA (2 levels)");
+        add(t, &n, max, 65536, 48, "arm64 64K granule, 48-bit VA (3 levels)");
+    } else {
+        pl_skip("ID_AA64MMFR0_EL1.TGran64 = 0xf: the CPU has no 64K granule",
+                "arm64 64K granule");
+    }
+    /* Create-time flags: no contiguous runs, no folding, one pending flush
+     * range before a full flush (the hook's TLBI VMALLE1IS path); and no
+     * blocks at all. */
+    if (tg4 != 0xf && n + 2 <= max) {
+        add(t, &n, max, 4096, 48, "arm64 4K 48-bit, NO_CONT|NO_FOLD|FLUSH_ALL_OVER|KEEP_TABLES");
+        t[n - 1].cfg.flags =
+            MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER | MMP_PT_KEEP_TABLES;
+        t[n - 1].cfg.flush_ranges = 1;
+        add(t, &n, max, 4096, 39, "arm64 4K 39-bit, NO_BLOCKS");
+        t[n - 1].cfg.flags = MMP_PT_NO_BLOCKS;
+    }
+    if (!pl_el2) {
+        pl_printf("note: entered at EL1: no stage-2 tables\n");
+        return n;
+    }
+    /* Stage 2 (VTTBR_EL2): IPA sizes with and without a concatenated root;
+     * the IPA may not exceed the PA size (TCR IPS). */
+    unsigned pa = (unsigned[]){ 32, 36, 40, 42, 44, 48 }[(pl_tcr_ips() >> 32) & 7];
+    if (tg4 != 0xf) {
+        add(t, &n, max, 4096, 40, "arm64 S2 4K granule, 40-bit IPA");
+        add(t, &n, max, 4096, pa, pa == 48 ? "arm64 S2 4K granule, 48-bit IPA"
+                                            : "arm64 S2 4K granule, 44-bit IPA");
+    }
+    if (tg16 != 0)
+        add(t, &n, max, 16384, 40, "arm64 S2 16K granule, 40-bit IPA");
+    if (tg64 != 0xf)
+        add(t, &n, max, 65536, 40, "arm64 S2 64K granule, 40-bit IPA");
+    /* EL2 (E2H = 0) stage 1: checked at EL2 with AT S1E2R/W and accesses. */
+    static const struct {
+        unsigned granule, va_bits, ok;
+        const char *name;
+    } el2[] = {
+        { 4096, 48, 1, "arm64 EL2 stage 1 (MMP_PT_EL2), 4K, 48-bit VA" },
+        { 65536, 42, 1, "arm64 EL2 stage 1 (MMP_PT_EL2), 64K, 42-bit VA" },
+    };
+    for (unsigned i = 0; i < PL_ARRAY_SIZE(el2) && n < max; i++) {
+        if ((el2[i].granule == 4096 && tg4 == 0xf) || (el2[i].granule == 65536 && tg64 == 0xf))
+            continue;
+        add(t, &n, max, el2[i].granule, el2[i].va_bits, el2[i].name);
+        t[n - 1].cfg.flags = MMP_PT_EL2;
+        t[n - 1].prot_mask = MMP_PROT_READ | MMP_PROT_WRITE | MMP_PROT_EXEC;
+        t[n - 1].arch_flags = F_EL2;
+    }
+    return n;
+}
+
+static unsigned gshift(const struct pl_target *t)
+{
+    return t->cfg.granule == 4096 ? 12 : t->cfg.granule == 16384 ? 14 : 16;
+}
+
+static int stage2_on;
+
+/* Runs at EL2: load VTCR_EL2/VTTBR_EL2 and turn stage 2 on (or off). */
+static uint64_t el2_stage2(uint64_t vtcr, uint64_t vttbr, uint64_t on)
+{
+    uint64_t hcr = pl_read_sysreg(hcr_el2);
+    if (on) {
+        pl_write_sysreg(vtcr_el2, vtcr);
+        pl_write_sysreg(vttbr_el2, vttbr);
+    }
+    pl_write_sysreg(hcr_el2, on ? hcr | 1 : hcr & ~1ull); /* HCR_EL2.VM */
+    __asm__ volatile("isb" ::: "memory");
+    mmp_arch_tlbi_s12_all();
+    return 0;
+}
+
+/*
+ * Runs at EL2: the flush hook of a stage-2 or EL2 table. how = flags |
+ * granule shift << 8 | EL2-regime bit << 16.
+ */
+static uint64_t el2_flush(uint64_t va, uint64_t size, uint64_t how)
+{
+    unsigned shift = (unsigned)(how >> 8) & 0xff;
+    bool leaf = (how & MMP_FLUSH_LEAF) != 0, el2 = (how >> 16) & 1;
+    if (how & MMP_FLUSH_ALL) {
+        if (el2)
+            mmp_arch_tlbi_el2_all();
+        else
+            mmp_arch_tlbi_s12_all();
+    } else if (el2) {
+        mmp_arch_tlbi_el2_range(va, size, shift, leaf);
+    } else {
+        mmp_arch_tlbi_s2_range(va, size, shift, leaf);
+    }
+    return 0;
+}
+
+/* Runs at EL2: AT S12E1R/W (the full EL1&0 translation, D8.14) or, for
+ * the EL2 regime, AT S1E2R/W. */
+static uint64_t el2_at(uint64_t va, uint64_t write, uint64_t el2)
+{
+    if (el2 && write)
+        __asm__ volatile("at s1e2w, %0" ::"r"(va));
+    else if (el2)
+        __asm__ volatile("at s1e2r, %0" ::"r"(va));
+    else if (write)
+        __asm__ volatile("at s12e1w, %0" ::"r"(va));
+    else
+        __asm__ volatile("at s12e1r, %0" ::"r"(va));
+    __asm__ volatile("isb" ::: "memory");
+    return pl_read_sysreg(par_el1);
+}
+
+/* Runs at EL2: EL2 stage 1 on with (tcr, ttbr0), or off (tcr == 0). */
+static uint64_t el2_s1(uint64_t tcr, uint64_t ttbr0, uint64_t c)
+{
+    (void)c;
+    uint64_t sctlr = pl_read_sysreg(sctlr_el2) & ~1ull;
+    pl_write_sysreg(sctlr_el2, sctlr);
+    __asm__ volatile("isb" ::: "memory");
+    if (!tcr)
+        return 0;
+    pl_write_sysreg(mair_el2, pl_mair);
+    pl_write_sysreg(tcr_el2, tcr);
+    pl_write_sysreg(ttbr0_el2, ttbr0);
+    __asm__ volatile("isb\n\ttlbi alle2\n\tdsb nsh\n\tisb" ::: "memory");
+    pl_write_sysreg(sctlr_el2, sctlr | 1 | (1u << 2) | (1u << 12));
+    __asm__ volatile("isb" ::: "memory");
+    return 0;
+}
+
+/* Runs at EL2: one probe (0 load, 1 store of p->value, 2 exec) at EL2. */
+static uint64_t el2_probe(uint64_t kind, uint64_t va, uint64_t pp)
+{
+    struct pl_probe *p = (struct pl_probe *)(uintptr_t)pp;
+    return (uint64_t)(kind == 0   ? pl_probe_load(va, p)
+                      : kind == 1 ? pl_probe_store(va, p->value, p)
+                                  : pl_probe_exec(va, p));
+}
+
+static int el2_s1_on;
+
+int pl_arch_activate(const struct pl_target *t, const struct mmp_pt *pt)
+{
+    struct mmp_pt_info info;
+    if (mmp_pt_info(pt, &info))
+        return -1;
+    if (info.t0sz != 64 - t->cfg.va_bits) {
+        pl_printf("  mmp_pt_info: T0SZ %u, want %u\n", info.t0sz, 64 - t->cfg.va_bits);
+        return -1;
+    }
+    /* Stage 1: the AttrIndx values the encoder writes assume this MAIR. */
+    if (!(t->arch_flags & F_S2) && info.mair != pl_mair) {
+        pl_printf("  mmp_pt_info: MAIR %lx, the payload loads %lx\n", info.mair, pl_mair);
+        return -1;
+    }
+    uint64_t tg0 = t->cfg.granule == 4096 ? 0 : t->cfg.granule == 65536 ? 1 : 2;
+    uint64_t ps = (pl_tcr_ips() >> 32) & 7;
+    if (t->arch_flags & F_EL2) {
+        /* TCR_EL2 (E2H = 0, D19.2.140): T0SZ, IRGN0/ORGN0 WBWA, SH0 inner,
+         * TG0 [15:14], PS [18:16], RES1 bits 31 and 23. */
+        uint64_t tcr = info.t0sz | (1u << 8) | (1u << 10) | (3u << 12) | (tg0 << 14) |
+                       (ps << 16) | (1ull << 23) | (1ull << 31);
+        pl_el2_call(el2_s1, tcr, mmp_pt_root(pt), 0);
+        el2_s1_on = 1;
+        return 0;
+    }
+    if (t->arch_flags & F_S2) {
+        /* VTCR_EL2 (D19.2.152): T0SZ, SL0 [7:6], IRGN0/ORGN0 WBWA, SH0 inner,
+         * TG0 [15:14], PS [18:16], RES1 bit 31. */
+        uint64_t vtcr = info.t0sz | ((uint64_t)info.sl0 << 6) | (1u << 8) | (1u << 10) |
+                        (3u << 12) | (tg0 << 14) | (ps << 16) | (1ull << 31);
+        pl_el2_call(el2_stage2, vtcr, mmp_pt_root(pt), 1);
+        stage2_on = 1;
+        return 0;
+    }
+    /* TCR_EL1 (D19.2.139): T0SZ, IRGN0/ORGN0 = WBWA, SH0 = inner,
+     * TG0 (4K 0b00, 64K 0b01, 16K 0b10), EPD1 (no TTBR1 walks) with a
+     * valid TG1 (4K = 0b10), IPS. */
+    uint64_t tcr = (64 - t->cfg.va_bits) | (1u << 8) | (1u << 10) | (3u << 12) | (tg0 << 14) |
+                   (1ull << 23) | (2ull << 30) | pl_tcr_ips();
+    pl_mmu_switch(pl_mair, tcr, mmp_pt_root(pt), pl_boot_sctlr);
+    return 0;
+}
+
+void pl_arch_deactivate(void)
+{
+    if (stage2_on)
+        pl_el2_call(el2_stage2, 0, 0, 0);
+    if (el2_s1_on)
+        pl_el2_call(el2_s1, 0, 0, 0);
+    stage2_on = el2_s1_on = 0;
+    pl_boot_mmu_restore();
+}
+
+void pl_arch_tlb_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
+{
+    const struct pl_target *t = ctx;
+    if (t->arch_flags & (F_S2 | F_EL2))
+        pl_el2_call(el2_flush, va, size,
+                    flags | (uint64_t)gshift(t) << 8 | (uint64_t)!!(t->arch_flags & F_EL2) << 16);
+    else if (flags & MMP_FLUSH_ALL)
+        mmp_arch_tlbi_el1_all();
+    else
+        mmp_arch_tlbi_el1_range(va, size, gshift(t), 0, (flags & MMP_FLUSH_LEAF) != 0);
+}
+
+/* PAR_EL1 (D19.2.100): F [0]; on fault FST [6:1]; else SH [8:7],
+ * PA [47:12], ATTR [63:56]. Fault status codes: 0b0001LL translation,
+ * 0b0010LL access flag, 0b0011LL permission. */
+#define PAR_F 1ull
+#define PAR_FST(p) (((p) >> 1) & 0x3c)
+#define FS_TRANS 0x04
+#define FS_PERM 0x0c
+#define PA_BITS 0x0000fffffffff000ull
+
+static const uint8_t mair_of_mem[3] = { 0xff, 0x44, 0x04 };
+
+static int bad(uint64_t va, const char *what, uint64_t want, uint64_t got)
+{
+    pl_printf("  mismatch at %lx: MMU: %s: want %lx, got %lx\n", va, what, want, got);
+    return 1;
+}
+
+static uint64_t token_seq;
+
+#define PAR_S (1ull << 9) /* the fault is a stage-2 fault */
+
+/* An abort of a probe: class, fault status (level ignored), address. */
+/* AT for the target's regime: S1E1*, S12E1* (stage 2) or S1E2* (EL2). */
+static uint64_t at(const struct pl_target *t, int write, int el0, uint64_t va)
+{
+    if (t->arch_flags & (F_S2 | F_EL2))
+        return pl_el2_call(el2_at, va, (uint64_t)write, (t->arch_flags & F_EL2) != 0);
+    return pl_at(write, el0, va);
+}
+
+/* Probes run where the regime is: at EL1, or at EL2 for the EL2 regime. */
+static int probe(const struct pl_target *t, int kind, uint64_t va, uint64_t value,
+                 struct pl_probe *p)
+{
+    if (t->arch_flags & F_EL2) {
+        p->value = value;
+        return (int)pl_el2_call(el2_probe, (uint64_t)kind, va, (uint64_t)(uintptr_t)p);
+    }
+    return kind == 0 ? pl_probe_load(va, p)
+           : kind == 1 ? pl_probe_store(va, value, p)
+                       : pl_probe_exec(va, p);
+}
+
+static int abort_is(const struct pl_probe *p, unsigned ec, unsigned fs, uint64_t far)
+{
+    return ESR_EC(p->esr) == ec && (ESR_FSC(p->esr) & 0x3c) == fs && p->far == far;
+}
+
+int pl_arch_check(const struct pl_target *t, uint64_t va, const struct pl_expect *e, int real)
+{
+    struct pl_probe p;
+    int s2 = (t->arch_flags & F_S2) != 0;
+    /* Stage 2: the full translation at EL2; aborts are taken to EL2 ("lower EL"). */
+    int one_el = (t->arch_flags & (F_S2 | F_EL2)) != 0; /* no EL0 side to check */
+    uint64_t par = at(t, 0, 0, va);
+    unsigned dabt = s2 ? EC_DABT_LOW : EC_DABT_CUR, iabt = s2 ? EC_IABT_LOW : EC_IABT_CUR;
+    uint64_t s_bit = s2 ? PAR_S : 0;
+    if (!e->mapped) {
+        if (!(par & PAR_F) || PAR_FST(par) != FS_TRANS || (par & PAR_S) != s_bit)
+            return bad(va, "AT of an unmapped VA (PAR)", FS_TRANS | s_bit, par);
+        if (real) {
+            probe(t, 0, va & ~7ull, 0, &p);
+            if (!abort_is(&p, dabt, FS_TRANS, va & ~7ull))
+                return bad(va, "load from an unmapped VA (ESR)", FS_TRANS, p.esr);
+            if (s2 && p.hpfar != ((va >> 12) << 4))
+                return bad(va, "load from an unmapped IPA (HPFAR_EL2)", (va >> 12) << 4, p.hpfar);
+        }
+        return 0;
+    }
+    uint32_t a = e->attrs;
+    unsigned mem = (a & MMP_MEM_MASK) >> 8;
+    if (par & PAR_F)
+        return bad(va, "AT of a mapped VA (PAR)", e->pa & PA_BITS, par);
+    if ((par & PA_BITS) != (e->pa & PA_BITS))
+        return bad(va, "AT output address", e->pa & PA_BITS, par & PA_BITS);
+    /* Stage 1 of the boot map is Normal WB, so stage 2 decides the type. */
+    if ((par >> 56) != mair_of_mem[mem])
+        return bad(va, "AT memory attributes (PAR.ATTR)", mair_of_mem[mem], par >> 56);
+    if (mem == 0 && ((par >> 7) & 3) != 3)
+        return bad(va, "AT shareability (PAR.SH)", 3, (par >> 7) & 3);
+    /* Permission checks: write; stage 1 also EL0 read and EL0 write. */
+    const struct {
+        int write, el0, allowed;
+        const char *what;
+    } ats[] = {
+        { 1, 0, (a & MMP_PROT_WRITE) != 0, "AT S1E1W / S12E1W / S1E2W (PAR)" },
+        { 0, 1, (a & MMP_PROT_USER) != 0, "AT S1E0R (PAR)" },
+        { 1, 1, (a & MMP_PROT_USER) && (a & MMP_PROT_WRITE), "AT S1E0W (PAR)" },
+    };
+    for (unsigned i = 0; i < (one_el ? 1u : PL_ARRAY_SIZE(ats)); i++) {
+        par = at(t, ats[i].write, ats[i].el0, va);
+        if (ats[i].allowed ? (par & PAR_F) != 0
+                           : (!(par & PAR_F) || PAR_FST(par) != FS_PERM || (par & PAR_S) != s_bit))
+            return bad(va, ats[i].what, ats[i].allowed ? 0 : FS_PERM | s_bit, par);
+    }
+    if (!real)
+        return 0;
+
+    /* Real accesses: stamp the frame through the identity map, read it
+     * through va; write through va and read through the identity map. */
+    uint64_t v8 = va & ~7ull, pa8 = e->pa & ~7ull;
+    volatile uint64_t *phys = (volatile uint64_t *)(uintptr_t)pa8;
+    uint64_t tok = 0x6d6d750000000000ull ^ (++token_seq << 8) ^ va;
+    *phys = tok;
+    if (probe(t, 0, v8, 0, &p) || p.value != tok)
+        return bad(va, "load through the mapping (ESR or value)", tok, p.esr ? p.esr : p.value);
+    if (a & MMP_PROT_WRITE) {
+        if (probe(t, 1, v8, ~tok, &p) || *phys != ~tok)
+            return bad(va, "store through the mapping (ESR or value)", ~tok,
+                       p.esr ? p.esr : *phys);
+    } else {
+        probe(t, 1, v8, ~tok, &p);
+        if (!abort_is(&p, dabt, FS_PERM, v8) || !(p.esr & ESR_WNR) || *phys != tok)
+            return bad(va, "store to a read-only VA (ESR)", FS_PERM, p.esr);
+    }
+    if (mem != 0)
+        return 0; /* instruction fetch only from Normal WB memory */
+    uint64_t v4 = va & ~3ull;
+    *(volatile uint32_t *)(uintptr_t)(e->pa & ~3ull) = pl_ret_insn;
+    probe(t, 2, v4, 0, &p);
+    /* EL1 executes what is EXEC and, at stage 1, not EL0-accessible (USER is PXN). */
+    if ((a & MMP_PROT_EXEC) && !(a & MMP_PROT_USER)) {
+        if (p.esr)
+            return bad(va, "execute from an executable VA (ESR)", 0, p.esr);
+    } else if (!abort_is(&p, iabt, FS_PERM, v4)) {
+        return bad(va, "execute from a non-executable VA (ESR)", FS_PERM, p.esr);
+    }
+    return 0;
+}
+
+uint64_t *pl_arch_desc_ptr(const struct pl_target *t, const struct mmp_pt *pt, uint64_t va)
+{
+    unsigned gs = gshift(t), bpl = gs - 3;
+    struct mmp_pt_info info;
+    /* Levels as the MMU walks them (a stage-2 root may be concatenated,
+     * which the AT checks confirm). */
+    if (mmp_pt_info(pt, &info))
+        return 0;
+    unsigned levels = info.levels;
+    uint64_t *tbl = (uint64_t *)(uintptr_t)mmp_pt_root(pt);
+    for (unsigned d = 0; d < levels; d++) {
+        unsigned shift = gs + bpl * (levels - 1 - d);
+        unsigned bits = d == 0 ? t->cfg.va_bits - shift : bpl;
+        uint64_t *ent = &tbl[(va >> shift) & ((1ull << bits) - 1)];
+        if (!(*ent & 1))
+            return 0;
+        if (d + 1 == levels || (*ent & 3) == 1)
+            return ent;
+        tbl = (uint64_t *)(uintptr_t)(*ent & PA_BITS & ~((1ull << gs) - 1));
+    }
+    return 0;
+}
+
+/* Clear AF (bit 10): mmp_pt_lookup does not decode it, the MMU faults. */
+void pl_arch_flip(const struct pl_target *t, uint64_t *desc)
+{
+    (void)t;
+    *desc &= ~(1ull << 10);
+    mmp_arch_tlbi_el1_all();
+}
+
+uint64_t pl_arch_now_us(void)
+{
+    uint64_t f = pl_read_sysreg(cntfrq_el0);
+    return f ? pl_read_sysreg(cntvct_el0) * 1000000 / f : 0;
+}

@@ -1,0 +1,83 @@
+# Builds the real-MMU payloads (tests/mmu/) from the library's own
+# freestanding sources: core/, the descriptor formats arch/*/pt_*.c, the
+# arch directory's instructions, arch/generic/ and host/none/.
+#   make -f tests/mmu/mmu.mk PL_ARCH=<aarch64|x86_64> [PL_VARIANT=flip|<name>] [PL_CC=gcc|clang]
+#        [PL_EXTRA="-DPL_SEED=0x1234 -DPL_NOPS=1000"]  (use a PL_VARIANT name with PL_EXTRA)
+# Output: build/mmu/<arch>[-<variant>]/payload.elf (x86_64: an ELF32 copy,
+# payload32.elf, is what QEMU's multiboot loader accepts).
+PL_ARCH ?= aarch64
+PL_VARIANT ?=
+PL_CC ?= gcc
+HOST_ARCH := $(shell uname -m)
+
+ifeq ($(PL_ARCH),aarch64)
+PL_DIR := arm64
+PL_TRIPLE := aarch64-linux-gnu
+PL_ARCHFLAGS := -mno-outline-atomics -mstrict-align
+PL_HANDLER_FLAGS := -mgeneral-regs-only
+else
+PL_DIR := x86
+PL_TRIPLE := x86_64-linux-gnu
+PL_ARCHFLAGS := -mno-red-zone -mcmodel=small -fno-pic
+PL_HANDLER_FLAGS := -mgeneral-regs-only
+endif
+PL_ARCHFLAGS += -fno-pie -fno-stack-protector -fno-asynchronous-unwind-tables \
+                -ffunction-sections -fdata-sections
+
+ifeq ($(PL_CC),clang)
+CC := clang --target=$(PL_TRIPLE)
+else ifeq ($(HOST_ARCH),$(PL_ARCH))
+CC := gcc
+else
+CC := $(PL_TRIPLE)-gcc
+endif
+ifeq ($(HOST_ARCH),$(PL_ARCH))
+LD := ld
+OBJCOPY := objcopy
+else
+LD := $(PL_TRIPLE)-ld
+OBJCOPY := $(PL_TRIPLE)-objcopy
+endif
+
+O := build/mmu/$(PL_ARCH)$(if $(PL_VARIANT),-$(PL_VARIANT))
+VARIANT_FLAGS := $(if $(filter flip,$(PL_VARIANT)),-DMMP_TEST_FLIP_ATTR_BIT)
+CINC := $(shell $(CC) -print-file-name=include)
+AO_INC := build/include-ao
+PL_CFLAGS = -std=c11 -Wall -Wextra -Werror -O2 -g -ffreestanding -fno-builtin -nostdinc \
+             $(PL_ARCHFLAGS) -isystem $(CINC) -Icore/freestanding -Iinclude -Icore \
+             -Iarch/$(PL_DIR) -I$(AO_INC) -Itests/mmu/common -Itests/mmu/$(PL_ARCH) \
+             $(VARIANT_FLAGS) $(PL_EXTRA)
+
+LIB_SRC := $(sort $(wildcard core/*.c arch/*/pt_*.c) \
+             $(filter-out arch/%/pt_%.c,$(wildcard arch/$(PL_DIR)/*.c arch/generic/*.c)) \
+             $(wildcard host/none/*.c))
+PL_SRC := $(wildcard tests/mmu/common/*.c tests/mmu/$(PL_ARCH)/*.c)
+PL_ASM := $(wildcard tests/mmu/$(PL_ARCH)/*.S)
+OBJS := $(patsubst %,$(O)/obj/%.o,$(LIB_SRC) $(PL_SRC) $(PL_ASM))
+
+all: $(O)/payload.elf $(if $(filter x86_64,$(PL_ARCH)),$(O)/payload32.elf)
+
+$(AO_INC)/atomic_ops.h:
+	@mkdir -p $(AO_INC)
+	ln -sfn /usr/include/atomic_ops.h /usr/include/atomic_ops $(AO_INC)/
+
+# Exception and probe code must not touch FP/SIMD registers, which the
+# handlers do not save.
+$(O)/obj/tests/mmu/%.c.o: tests/mmu/%.c $(AO_INC)/atomic_ops.h
+	@mkdir -p $(@D)
+	$(CC) $(PL_CFLAGS) $(PL_HANDLER_FLAGS) -MMD -MP -c $< -o $@
+$(O)/obj/%.c.o: %.c $(AO_INC)/atomic_ops.h
+	@mkdir -p $(@D)
+	$(CC) $(PL_CFLAGS) -MMD -MP -c $< -o $@
+$(O)/obj/%.S.o: %.S
+	@mkdir -p $(@D)
+	$(CC) $(PL_CFLAGS) -D__ASSEMBLY__ -c $< -o $@
+
+$(O)/payload.elf: $(OBJS) tests/mmu/$(PL_ARCH)/link.ld
+	$(LD) -nostdlib -static --gc-sections --no-warn-rwx-segments -z noexecstack -T tests/mmu/$(PL_ARCH)/link.ld -o $@ $(OBJS)
+
+$(O)/payload32.elf: $(O)/payload.elf
+	$(OBJCOPY) -O elf32-i386 $< $@
+
+.PHONY: all
+-include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

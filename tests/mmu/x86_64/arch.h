@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/* x86-64 payload: trap frame, control registers, probes, paging switch. */
+#ifndef MMPORT_TESTS_MMU_X86_64_ARCH_H
+#define MMPORT_TESTS_MMU_X86_64_ARCH_H
+
+#include <stdint.h>
+
+struct pl_frame {
+    uint64_t r15, r14, r13, r12, r11, r10, r9, r8;
+    uint64_t rbp, rdi, rsi, rdx, rcx, rbx, rax;
+    uint64_t vec, err;
+    uint64_t rip, cs, rflags, rsp, ss;
+};
+
+#define pl_read_cr(n)                                                                    \
+    ({                                                                                   \
+        uint64_t v_;                                                                     \
+        __asm__ volatile("mov %%cr" #n ", %0" : "=r"(v_));                               \
+        v_;                                                                              \
+    })
+
+static inline uint64_t pl_rdmsr(uint32_t msr)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static inline void pl_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
+{
+    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+                     : "a"(leaf), "c"(sub));
+}
+
+#define MSR_EFER 0xc0000080u
+#define MSR_PAT 0x277u
+#define CR4_LA57 (1u << 12)
+
+/* #PF error code bits (SDM 3A 4.7) */
+#define PF_P 0x1u
+#define PF_W 0x2u
+#define PF_U 0x4u
+#define PF_RSVD 0x8u
+#define PF_ID 0x10u
+
+/** Load CR3, switching 4-/5-level paging through 32-bit mode if needed. */
+void pl_x86_set_paging(uint64_t cr3, uint32_t la57);
+extern uint64_t boot_pml4[512];
+extern uint64_t boot_pd[4 * 512];
+
+/* A fault-tolerant access: 0 when it completed, else -1 with vec/err/cr2. */
+struct pl_probe {
+    uint64_t vec, err, cr2, value;
+};
+int pl_probe_load(uint64_t va, struct pl_probe *p);
+int pl_probe_store(uint64_t va, uint64_t value, struct pl_probe *p);
+/* Calls @p va, which must hold a `ret`; a fetch fault is recorded. */
+int pl_probe_exec(uint64_t va, struct pl_probe *p);
+
+void pl_idt_init(void);
+/* Back to the boot map (4-level). */
+void pl_boot_paging_restore(void);
+
+#endif

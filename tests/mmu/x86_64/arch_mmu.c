@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * x86-64 hooks for the page-table scenarios: 4-level and (where CPUID has
+ * LA57) 5-level tables, CR3 loading, the tlb_flush hook (INVLPG / CR3 /
+ * CR4.PGE helpers of arch/x86/tlb.h) and the check of one VA by real
+ * loads, stores and calls with the #PF handler recording CR2 and the
+ * error code. x86 has no address-translation instruction, so the output
+ * address is checked with a token stamped into the expected frame, and
+ * the memory type by decoding the descriptor through the live IA32_PAT.
+ */
+#include "arch.h"
+#include "mmu.h"
+#include "tlb.h"
+
+/* Scratch RAM: the second GiB (QEMU pc -m 2G), less its last 2 MiB so the
+ * identity map never needs a 1 GiB page (qemu64 has none). */
+const uint64_t pl_scratch_lo = 0x40000000ull, pl_scratch_hi = 0x7fe00000ull;
+
+const struct pl_ident pl_arch_ident[] = {
+    { 0x40000000ull, 0x3fe00000ull, MMP_PROT_READ | MMP_PROT_WRITE | MMP_PROT_GLOBAL },
+};
+const unsigned pl_arch_nident = PL_ARRAY_SIZE(pl_arch_ident);
+
+const uint32_t pl_ret_insn = 0xc3; /* ret */
+const unsigned pl_ret_insn_size = 1;
+
+#define CR4_SMEP (1ull << 20)
+#define CR4_SMAP (1ull << 21)
+#define F_LA57 1u
+
+static uint64_t cr4_extra; /* SMEP/SMAP when the CPU has them */
+
+static void add(struct pl_target *t, int *n, unsigned va_bits, uint64_t max_leaf,
+                const char *name)
+{
+    struct pl_target *x = &t[(*n)++];
+    pl_snprintf(x->name, sizeof(x->name), "%s", name);
+    x->cfg.format = MMP_PT_X86_64;
+    x->cfg.granule = 4096;
+    x->cfg.va_bits = va_bits;
+    x->cfg.pa_bits = 0;
+    x->cfg.flags = 0;
+    x->window = 0x4000000000ull; /* 256 GiB */
+    /* Upper canonical half; for 5-level one that 4-level cannot reach. */
+    x->far_va = va_bits == 57 ? 0xff00000000200000ull : 0xffffff8000200000ull;
+    x->max_leaf = max_leaf;
+    x->sparse_span = 0;
+    x->prot_mask = MMP_PROT_MASK;
+    x->arch_flags = va_bits == 57 ? F_LA57 : 0;
+}
+
+int pl_arch_targets(struct pl_target *t, int max)
+{
+    uint32_t r[4];
+    int n = 0;
+    pl_cpuid(0x80000001, 0, r);
+    if (!(r[3] & (1u << 20))) {
+        pl_skip("CPUID.80000001:EDX.NX clear: mmport always sets XD for non-exec",
+                "x86-64 page tables");
+        return 0;
+    }
+    uint64_t max_leaf = (r[3] & (1u << 26)) ? 1ull << 30 : 2ull << 20;
+    if (max_leaf < (1ull << 30))
+        pl_printf("note: no 1 GiB pages (CPUID.80000001:EDX.Page1GB): 1 GiB leaves not used\n");
+    pl_cpuid(7, 0, r);
+    cr4_extra = ((r[1] & (1u << 7)) ? CR4_SMEP : 0) | ((r[1] & (1u << 20)) ? CR4_SMAP : 0);
+    if (max >= 1)
+        add(t, &n, 48, max_leaf, "x86-64 4-level (48-bit VA)");
+    if (max >= 3) {
+        add(t, &n, 48, max_leaf, "x86-64 4-level, NO_BLOCKS|FLUSH_ALL_OVER|KEEP_TABLES");
+        t[n - 1].cfg.flags = MMP_PT_NO_BLOCKS | MMP_PT_FLUSH_ALL_OVER | MMP_PT_KEEP_TABLES;
+        t[n - 1].cfg.flush_ranges = 1;
+    }
+    if (!(r[2] & (1u << 16)))
+        pl_skip("CPUID.7.0:ECX.LA57 clear on this CPU model", "x86-64 5-level (57-bit VA)");
+    else if (max >= 2)
+        add(t, &n, 57, max_leaf, "x86-64 5-level (57-bit VA)");
+    return n;
+}
+
+static void write_cr4(uint64_t v)
+{
+    __asm__ volatile("mov %0, %%cr4" ::"r"(v) : "memory");
+}
+
+int pl_arch_activate(const struct pl_target *t, const struct mmp_pt *pt)
+{
+    uint64_t root = mmp_pt_root(pt);
+    if (root >> 32) {
+        pl_printf("  root %lx above 4 GiB: cannot switch paging modes\n", root);
+        return -1;
+    }
+    pl_x86_set_paging(root, t->arch_flags & F_LA57);
+    mmp_arch_tlb_flush_global(); /* a CR3 load keeps global entries */
+    /* SMEP/SMAP make USER observable from CPL 0 (SDM 3A 4.6.1). */
+    write_cr4(pl_read_cr(4) | cr4_extra);
+    return 0;
+}
+
+void pl_arch_deactivate(void)
+{
+    write_cr4(pl_read_cr(4) & ~(CR4_SMEP | CR4_SMAP));
+    pl_boot_paging_restore();
+    mmp_arch_tlb_flush_global();
+}
+
+void pl_arch_tlb_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
+{
+    (void)ctx;
+    if (flags & MMP_FLUSH_ALL)
+        mmp_arch_tlb_flush_global();
+    else
+        mmp_arch_tlb_flush_range(va, size, true);
+}
+
+static int bad(uint64_t va, const char *what, uint64_t want, uint64_t got)
+{
+    pl_printf("  mismatch at %lx: MMU: %s: want %lx, got %lx\n", va, what, want, got);
+    return 1;
+}
+
+/* Memory type of a leaf through the live PAT (SDM 3A 4.9.2, 13.12.3):
+ * index = PAT * 4 + PCD * 2 + PWT; PAT is bit 7 in a PTE, bit 12 in
+ * 2 MiB / 1 GiB leaves. Types: 0 UC, 1 WC, 4 WT, 5 WP, 6 WB, 7 UC-. */
+static unsigned mem_type(uint64_t desc, uint64_t leaf_size)
+{
+    unsigned pat = (unsigned)(leaf_size == 4096 ? (desc >> 7) & 1 : (desc >> 12) & 1);
+    unsigned idx = pat * 4 + (unsigned)((desc >> 4) & 1) * 2 + (unsigned)((desc >> 3) & 1);
+    return (unsigned)(pl_rdmsr(MSR_PAT) >> (idx * 8)) & 7;
+}
+
+static const unsigned type_of_mem[3] = { 6, 7, 0 }; /* WB, UC- (NC), UC (device) */
+
+static uint64_t token_seq;
+
+int pl_arch_check(const struct pl_target *t, uint64_t va, const struct pl_expect *e, int real)
+{
+    (void)t;
+    struct pl_probe p;
+    uint64_t v8 = va & ~7ull;
+    if (!e->mapped) {
+        if (!real)
+            return 0;
+        pl_probe_load(v8, &p);
+        if (p.vec != 14 || p.err != 0 || p.cr2 != v8)
+            return bad(va, "load from an unmapped VA (#PF error code)", 0, p.vec ? p.err : ~0ull);
+        pl_probe_store(v8, 0, &p);
+        if (p.vec != 14 || p.err != PF_W || p.cr2 != v8)
+            return bad(va, "store to an unmapped VA (#PF error code)", PF_W, p.vec ? p.err : ~0ull);
+        return 0;
+    }
+    uint32_t a = e->attrs;
+    unsigned mem = (a & MMP_MEM_MASK) >> 8;
+    if (e->desc && mem_type(e->desc, e->leaf_size) != type_of_mem[mem])
+        return bad(va, "memory type through IA32_PAT", type_of_mem[mem],
+                   mem_type(e->desc, e->leaf_size));
+    if (!real)
+        return 0;
+
+    int user = (a & MMP_PROT_USER) != 0;
+    int smap = user && (cr4_extra & CR4_SMAP), smep = user && (cr4_extra & CR4_SMEP);
+    volatile uint64_t *phys = (volatile uint64_t *)(uintptr_t)(e->pa & ~7ull);
+    uint64_t tok = 0x6d6d750000000000ull ^ (++token_seq << 8) ^ va;
+    *phys = tok;
+    pl_probe_load(v8, &p);
+    if (smap) { /* supervisor data access to a user page: #PF P */
+        if (p.vec != 14 || p.err != PF_P || p.cr2 != v8)
+            return bad(va, "load from a user VA with SMAP (#PF error code)", PF_P,
+                       p.vec ? p.err : ~0ull);
+    } else if (p.vec || p.value != tok) {
+        return bad(va, "load through the mapping (#PF error or value)", tok,
+                   p.vec ? p.err : p.value);
+    }
+    pl_probe_store(v8, ~tok, &p);
+    if (smap || !(a & MMP_PROT_WRITE)) {
+        if (p.vec != 14 || p.err != (PF_P | PF_W) || p.cr2 != v8 || *phys != tok)
+            return bad(va, "store to a read-only or SMAP-protected VA (#PF error code)",
+                       PF_P | PF_W, p.vec ? p.err : ~0ull);
+    } else if (p.vec || *phys != ~tok) {
+        return bad(va, "store through the mapping (#PF error or value)", ~tok,
+                   p.vec ? p.err : *phys);
+    }
+    if (mem != 0)
+        return 0; /* instruction fetch only from WB memory */
+    *(volatile uint8_t *)(uintptr_t)e->pa = (uint8_t)pl_ret_insn;
+    pl_probe_exec(va, &p);
+    if ((a & MMP_PROT_EXEC) && !smep) {
+        if (p.vec)
+            return bad(va, "call into an executable VA (#PF error code)", 0, p.err);
+    } else if (p.vec != 14 || p.err != (PF_P | PF_ID) || p.cr2 != va) {
+        return bad(va, "call into a non-executable or SMEP-protected VA (#PF error code)",
+                   PF_P | PF_ID, p.vec ? p.err : ~0ull);
+    }
+    return 0;
+}
+
+uint64_t *pl_arch_desc_ptr(const struct pl_target *t, const struct mmp_pt *pt, uint64_t va)
+{
+    unsigned levels = t->cfg.va_bits == 57 ? 5 : 4;
+    uint64_t *tbl = (uint64_t *)(uintptr_t)mmp_pt_root(pt);
+    for (unsigned d = 0; d < levels; d++) {
+        unsigned level = levels - d; /* 5/4 .. 1 */
+        uint64_t *ent = &tbl[(va >> (12 + 9 * (level - 1))) & 511];
+        if (!(*ent & 1))
+            return 0;
+        if (level == 1 || ((level == 2 || level == 3) && (*ent & 0x80)))
+            return ent;
+        tbl = (uint64_t *)(uintptr_t)(*ent & 0x000ffffffffff000ull);
+    }
+    return 0;
+}
+
+/* Set PWT (bit 3): mmp_pt_lookup still reports WB (it decodes PWT only
+ * with PCD), the PAT makes it write-through. */
+void pl_arch_flip(const struct pl_target *t, uint64_t *desc)
+{
+    (void)t;
+    *desc |= 1ull << 3;
+    mmp_arch_tlb_flush_global();
+}
+
+uint64_t pl_arch_now_us(void)
+{
+    /* QEMU TCG's TSC counts at the emulated CPU's nominal rate; assume
+     * 1 GHz when CPUID leaf 0x15 gives nothing: only for progress lines. */
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (((uint64_t)hi << 32) | lo) / 1000;
+}
