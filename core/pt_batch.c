@@ -19,7 +19,12 @@ static void emit_barrier(struct pt *pt)
 static void call_flush(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
 {
     pt->st.flushes++;
-    if (pt->ops.tlb_flush)
+    if (!pt->ops.tlb_flush)
+        return;
+    /* [0, 2^64-1] has no size in 64 bits: it is a flush of everything. */
+    if (lo == 0 && last == UINT64_MAX)
+        pt->ops.tlb_flush(pt->ops.ctx, 0, 0, MMP_FLUSH_ALL);
+    else
         pt->ops.tlb_flush(pt->ops.ctx, lo, last - lo + 1, flags);
 }
 
@@ -65,13 +70,10 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
     }
     unsigned i = pt->nranges;
     if (i == pt->max_ranges) {
-        if (pt->cfg_flags & MMP_PT_FLUSH_ALL_OVER) {
-            pt->flush_all = 1;
-            pt->st.ranges_coalesced += pt->nranges;
-            pt->nranges = 0;
-            return;
-        }
-        /* Too many: keep one covering range (the ops asked for that). */
+        /* Too many disjoint ranges: keep one covering range (the ops asked
+         * for that), unless told to flush all - or unless the covering range
+         * would cross bit 63 (x86's non-canonical hole, ~2^64 bytes that a
+         * per-page tlb_flush could never walk): then flush all. */
         for (unsigned j = 0; j < pt->nranges; j++) {
             if (pt->r[j].lo < lo)
                 lo = pt->r[j].lo;
@@ -79,6 +81,11 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
                 last = pt->r[j].last;
         }
         pt->st.ranges_coalesced += pt->nranges;
+        if ((pt->cfg_flags & MMP_PT_FLUSH_ALL_OVER) || ((lo ^ last) >> 63)) {
+            pt->flush_all = 1;
+            pt->nranges = 0;
+            return;
+        }
         pt->r[0].lo = lo;
         pt->r[0].last = last;
         pt->nranges = 1;
