@@ -28,26 +28,9 @@ static void call_flush(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags
         pt->ops.tlb_flush(pt->ops.ctx, lo, last - lo + 1, flags);
 }
 
-/* Merge ranges that overlap or touch; returns true if r[i] absorbed one. */
-static bool merge_into(struct pt *pt, unsigned i)
+static bool touches(const struct pt_range *r, uint64_t lo, uint64_t last)
 {
-    for (unsigned j = 0; j < pt->nranges; j++) {
-        if (j == i)
-            continue;
-        struct pt_range *a = &pt->r[i], *b = &pt->r[j];
-        if (b->lo > a->last + 1 && a->last + 1 != 0)
-            continue;
-        if (a->lo > b->last + 1 && b->last + 1 != 0)
-            continue;
-        if (b->lo < a->lo)
-            a->lo = b->lo;
-        if (b->last > a->last)
-            a->last = b->last;
-        pt->r[j] = pt->r[--pt->nranges];
-        pt->st.ranges_coalesced++;
-        return true;
-    }
-    return false;
+    return (lo <= r->last || lo == r->last + 1) && (last >= r->lo || last + 1 == r->lo);
 }
 
 void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
@@ -55,18 +38,33 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
     if (pt->flush_all)
         return;
     pt->range_flags = pt->nranges ? pt->range_flags & flags : flags;
-    if (pt->nranges == 1) {
-        /* The common case (one call, or calls walking up an area): the
-         * new range touches the one pending. */
-        struct pt_range *r = &pt->r[0];
-        if ((lo <= r->last || lo == r->last + 1) && (last >= r->lo || last + 1 == r->lo)) {
-            if (lo < r->lo)
-                r->lo = lo;
-            if (last > r->last)
-                r->last = last;
+    /* Merge first: a range inside or next to a pending one (the common
+     * case: one call, or calls walking up an area) never counts against
+     * flush_ranges. */
+    for (unsigned j = 0; j < pt->nranges; j++) {
+        struct pt_range *r = &pt->r[j];
+        if (!touches(r, lo, last))
+            continue;
+        if (lo < r->lo)
+            r->lo = lo;
+        if (last > r->last)
+            r->last = last;
+        pt->st.ranges_coalesced++;
+        /* The widened range may now reach others: absorb them. */
+        for (unsigned k = 0; k < pt->nranges; k++) {
+            if (k == j || !touches(&pt->r[k], pt->r[j].lo, pt->r[j].last))
+                continue;
+            if (pt->r[k].lo < pt->r[j].lo)
+                pt->r[j].lo = pt->r[k].lo;
+            if (pt->r[k].last > pt->r[j].last)
+                pt->r[j].last = pt->r[k].last;
+            pt->r[k] = pt->r[--pt->nranges];
+            if (j == pt->nranges)
+                j = k; /* r[j] was the last one and now sits at k */
             pt->st.ranges_coalesced++;
-            return;
+            k = (unsigned)-1; /* rescan */
         }
+        return;
     }
     unsigned i = pt->nranges;
     if (i == pt->max_ranges) {
@@ -94,12 +92,6 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
     pt->r[i].lo = lo;
     pt->r[i].last = last;
     pt->nranges = (uint8_t)(i + 1);
-    while (pt->nranges > 1 && merge_into(pt, pt->nranges - 1u))
-        ;
-    /* merge_into may leave an absorbing range elsewhere; re-check all. */
-    for (unsigned k = 0; k < pt->nranges; k++)
-        while (merge_into(pt, k))
-            ;
 }
 
 void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)

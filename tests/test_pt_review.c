@@ -65,9 +65,33 @@ START_TEST(flush_whole_space_never_size0)
 }
 END_TEST
 
+/* Finding 6: a range inside a pending one merges first and does not push
+ * the disjoint ranges into one covering range. */
+START_TEST(flush_merge_before_overflow)
+{
+    struct tenv *e = tenv_new(&pt_cfgs[2].c); /* arm64 4K, flush_ranges 4 */
+    uint64_t G = 4096;
+    for (uint64_t i = 1; i <= 4; i++)
+        ck_assert_int_eq(mmp_pt_map(&e->pt, i << 30, i << 30, G, RW, 0), 0);
+    e->nflush = 0;
+    ck_assert_int_eq(mmp_lazy_enter(&e->pt), 0);
+    for (uint64_t i = 1; i <= 4; i++)
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, i << 30, G, RO), 0);
+    ck_assert_int_eq(mmp_pt_protect(&e->pt, 1ull << 30, G, RW), 0); /* the same page again */
+    ck_assert_int_eq(mmp_lazy_leave(&e->pt), 0);
+    ck_assert_int_eq(e->nflush, 4);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_uint_eq(e->log[i].size, G);
+        ck_assert_uint_eq(e->log[i].va & (G - 1), 0);
+    }
+    tenv_free(e);
+}
+END_TEST
+
 Suite *mmp_suite_pt_review(void)
 {
     Suite *s = suite_create("pt_review");
     MMP_ADD(s, flush_whole_space_never_size0);
+    MMP_ADD(s, flush_merge_before_overflow);
     return s;
 }
