@@ -88,10 +88,43 @@ START_TEST(flush_merge_before_overflow)
 }
 END_TEST
 
+/* Finding 3: arm64 stage 1, non-global -> global (nG 1 -> 0) on a live
+ * page breaks before it makes; global -> non-global stays in place. */
+START_TEST(arm64_global_needs_bbm)
+{
+    static const size_t cfgs[] = {2, 4, 6};
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+        struct tenv *e = tenv_new(&pt_cfgs[cfgs[c]].c);
+        uint64_t G = G_of(e), va = 64 * G;
+        ck_assert_int_eq(mmp_pt_map(&e->pt, va, 128 * G, G, RW, 0), 0);
+        struct mmp_pt_stats a, b;
+        mmp_pt_stats(&e->pt, &a);
+        e->nflush = 0;
+        e->inspect = 1;
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, va, G, RW | MMP_PROT_GLOBAL), 0);
+        e->inspect = 0;
+        mmp_pt_stats(&e->pt, &b);
+        ck_assert_uint_ge(b.bbm, a.bbm + 1);
+        int seen = 0;
+        for (int i = 0; i < e->nflush; i++)
+            seen |= e->log[i].all_invalid && covers(&e->log[i], va);
+        ck_assert_msg(seen, "%s: no flush while the page was invalid", pt_cfgs[cfgs[c]].name);
+        struct mmp_pt_leaf l;
+        ck_assert_int_eq(mmp_pt_lookup(&e->pt, va, &l), 0);
+        ck_assert_uint_eq(l.attrs & MMP_PROT_GLOBAL, MMP_PROT_GLOBAL);
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, va, G, RW), 0);
+        mmp_pt_stats(&e->pt, &a);
+        ck_assert_uint_eq(a.bbm, b.bbm);
+        tenv_free(e);
+    }
+}
+END_TEST
+
 Suite *mmp_suite_pt_review(void)
 {
     Suite *s = suite_create("pt_review");
     MMP_ADD(s, flush_whole_space_never_size0);
     MMP_ADD(s, flush_merge_before_overflow);
+    MMP_ADD(s, arm64_global_needs_bbm);
     return s;
 }
