@@ -665,6 +665,12 @@ int PT_RUN(struct pt_op *o, uint64_t va, uint64_t last)
     int rc = reserve(o, n);
     if (rc)
         return rc;
+    /* A map over a range whose flush a lazy section deferred (unmap, then
+     * map again) would write valid entries while the old translations may
+     * still be cached: emit the pending flush first (break-before-make is
+     * never deferred). */
+    if (o->kind == OP_MAP && pt_pending_in(o->pt, va, last))
+        mmp_core_pt_sync(o->pt);
     if (o->kind == OP_MAP)
         map_tbl(o, 0, o->pt->root, va, last, false);
     else

@@ -120,11 +120,46 @@ START_TEST(arm64_global_needs_bbm)
 }
 END_TEST
 
+/* Finding 2: in a lazy section, unmap a block and map a page into it: the
+ * block's flush must come before the page is written (the flush sees the
+ * range invalid), not at the leave. */
+START_TEST(lazy_unmap_then_map_flushes_first)
+{
+    static const size_t cfgs[] = {0, 2, 4, 8};
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+        struct tenv *e = tenv_new(&pt_cfgs[cfgs[c]].c);
+        struct mmp_pt_info inf;
+        mmp_pt_info(&e->pt, &inf);
+        uint64_t B = first_block(&inf), G = inf.granule, va = 2 * B;
+        ck_assert_int_eq(mmp_pt_map(&e->pt, va, 4 * B, B, RW, 0), 0);
+        ck_assert_int_eq(mmp_lazy_enter(&e->pt), 0);
+        ck_assert_int_eq(mmp_pt_unmap(&e->pt, va, B), 0);
+        e->nflush = 0;
+        e->inspect = 1;
+        ck_assert_int_eq(mmp_pt_map(&e->pt, va, 8 * B, G, RW, 0), 0);
+        int before = e->nflush;
+        ck_assert_int_eq(mmp_lazy_leave(&e->pt), 0);
+        e->inspect = 0;
+        int seen = 0;
+        for (int i = 0; i < before; i++)
+            seen |= e->log[i].all_invalid && covers(&e->log[i], va);
+        ck_assert_msg(seen, "%s: the old block was not flushed before the new page",
+                      pt_cfgs[cfgs[c]].name);
+        struct mmp_pt_leaf l;
+        ck_assert_int_eq(mmp_pt_lookup(&e->pt, va, &l), 0);
+        ck_assert_uint_eq(l.pa, 8 * B);
+        ck_assert_uint_eq(l.size, G);
+        tenv_free(e);
+    }
+}
+END_TEST
+
 Suite *mmp_suite_pt_review(void)
 {
     Suite *s = suite_create("pt_review");
     MMP_ADD(s, flush_whole_space_never_size0);
     MMP_ADD(s, flush_merge_before_overflow);
     MMP_ADD(s, arm64_global_needs_bbm);
+    MMP_ADD(s, lazy_unmap_then_map_flushes_first);
     return s;
 }
