@@ -154,6 +154,43 @@ START_TEST(lazy_unmap_then_map_flushes_first)
 }
 END_TEST
 
+/* Finding 4: x86 table -> block under MMP_MAP_REPLACE (page size and frame
+ * change) goes not-present, flush, write; a protect of part of a block
+ * that changes nothing only splits (size-only change, no break). */
+START_TEST(x86_size_change_breaks_first)
+{
+    for (size_t c = 0; c < 2; c++) {
+        struct tenv *e = tenv_new(&pt_cfgs[c].c);
+        uint64_t G = 4096, B = 2ull << 20, va = 4 * B;
+        ck_assert_int_eq(mmp_pt_map(&e->pt, va, 16 * B, 8 * G, RW, 0), 0);
+        struct mmp_pt_stats a, b;
+        mmp_pt_stats(&e->pt, &a);
+        e->nflush = 0;
+        e->inspect = 1;
+        ck_assert_int_eq(mmp_pt_map(&e->pt, va, 32 * B, B, RW, MMP_MAP_REPLACE), 0);
+        e->inspect = 0;
+        mmp_pt_stats(&e->pt, &b);
+        ck_assert_uint_ge(b.bbm, a.bbm + 1);
+        int seen = 0;
+        for (int i = 0; i < e->nflush; i++)
+            seen |= e->log[i].all_invalid && covers(&e->log[i], va);
+        ck_assert_msg(seen, "%s: table replaced by a block without a break", pt_cfgs[c].name);
+        struct mmp_pt_leaf l;
+        ck_assert_int_eq(mmp_pt_lookup(&e->pt, va + G, &l), 0);
+        ck_assert_uint_eq(l.size, B);
+        ck_assert_uint_eq(l.pa, 32 * B);
+        /* Same attributes on part of the block: a split with identical
+         * translations, which Intel allows in one store. */
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, va, G, RW), 0);
+        mmp_pt_stats(&e->pt, &a);
+        ck_assert_uint_eq(a.bbm, b.bbm);
+        ck_assert_int_eq(mmp_pt_lookup(&e->pt, va + G, &l), 0);
+        ck_assert_uint_eq(l.pa, 32 * B + G);
+        tenv_free(e);
+    }
+}
+END_TEST
+
 Suite *mmp_suite_pt_review(void)
 {
     Suite *s = suite_create("pt_review");
@@ -161,5 +198,6 @@ Suite *mmp_suite_pt_review(void)
     MMP_ADD(s, flush_merge_before_overflow);
     MMP_ADD(s, arm64_global_needs_bbm);
     MMP_ADD(s, lazy_unmap_then_map_flushes_first);
+    MMP_ADD(s, x86_size_change_breaks_first);
     return s;
 }
