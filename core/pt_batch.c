@@ -104,6 +104,12 @@ void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
     call_flush(pt, lo, last, flags);
 }
 
+void mmp_core_pt_flush_now(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
+{
+    emit_barrier(pt);
+    call_flush(pt, lo, last, flags);
+}
+
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
 {
     /*
@@ -112,6 +118,10 @@ void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
      * address and physical address): both are multiples of the page size,
      * so bit 0 is clear and a walker reading them sees invalid descriptors
      * (arm64, x86 and EPT alike) - never a translation mmport did not make.
+     * Invalid is only right where the translations go away or are broken:
+     * an unmapped subtree, or one replaced inside a break-before-make. A
+     * fold keeps its translations, so it flushes before it defers the old
+     * table (try_collapse; x86 has no break there).
      */
     uint64_t *p = (uint64_t *)va;
     pt_st(&p[0], (uint64_t)(uintptr_t)pt->dfree);
