@@ -72,6 +72,8 @@ static int arm64_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, bo
      * concatenating up to 16 tables. */
     unsigned extra = s2 ? 4 : 0;
     unsigned levels = (va - extra - gs + bpl - 1) / bpl;
+    if (s2 && levels < 2)
+        levels = 2; /* 64K IPA 32/33: start at level 2, small root (as KVM) */
     if (levels < 2 || levels > 4 || (gs == 16 && levels > 3))
         return -MMP_ENOTSUP; /* too few bits for two levels, or a 64K level 0 */
     int start = 4 - (int)levels;
