@@ -279,7 +279,8 @@ MMP_API int mmp_pt_usage(const struct mmp_pt *pt, struct mmp_pt_usage *out);
  * Text dump of [va, va+size): one line per region of consecutive leaves
  * that are contiguous in output address with identical attributes and
  * leaf kind, "va-range pa size kind attrs", then one totals line (pages,
- * contiguous runs, blocks, table pages). Each line, without newline, goes
+ * contiguous runs, blocks, table pages) of the WHOLE table, as
+ * mmp_pt_usage() counts them, not of the range dumped. Each line, without newline, goes
  * to @p out; a non-zero return from it stops the dump and is returned.
  * Works freestanding (no libc). Errors: as mmp_pt_walk().
  */
