@@ -19,30 +19,18 @@ static void emit_barrier(struct pt *pt)
 static void call_flush(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
 {
     pt->st.flushes++;
-    if (pt->ops.tlb_flush)
+    if (!pt->ops.tlb_flush)
+        return;
+    /* [0, 2^64-1] has no size in 64 bits: it is a flush of everything. */
+    if (lo == 0 && last == UINT64_MAX)
+        pt->ops.tlb_flush(pt->ops.ctx, 0, 0, MMP_FLUSH_ALL);
+    else
         pt->ops.tlb_flush(pt->ops.ctx, lo, last - lo + 1, flags);
 }
 
-/* Merge ranges that overlap or touch; returns true if r[i] absorbed one. */
-static bool merge_into(struct pt *pt, unsigned i)
+static bool touches(const struct pt_range *r, uint64_t lo, uint64_t last)
 {
-    for (unsigned j = 0; j < pt->nranges; j++) {
-        if (j == i)
-            continue;
-        struct pt_range *a = &pt->r[i], *b = &pt->r[j];
-        if (b->lo > a->last + 1 && a->last + 1 != 0)
-            continue;
-        if (a->lo > b->last + 1 && b->last + 1 != 0)
-            continue;
-        if (b->lo < a->lo)
-            a->lo = b->lo;
-        if (b->last > a->last)
-            a->last = b->last;
-        pt->r[j] = pt->r[--pt->nranges];
-        pt->st.ranges_coalesced++;
-        return true;
-    }
-    return false;
+    return (lo <= r->last || lo == r->last + 1) && (last >= r->lo || last + 1 == r->lo);
 }
 
 void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
@@ -50,28 +38,40 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
     if (pt->flush_all)
         return;
     pt->range_flags = pt->nranges ? pt->range_flags & flags : flags;
-    if (pt->nranges == 1) {
-        /* The common case (one call, or calls walking up an area): the
-         * new range touches the one pending. */
-        struct pt_range *r = &pt->r[0];
-        if ((lo <= r->last || lo == r->last + 1) && (last >= r->lo || last + 1 == r->lo)) {
-            if (lo < r->lo)
-                r->lo = lo;
-            if (last > r->last)
-                r->last = last;
+    /* Merge first: a range inside or next to a pending one (the common
+     * case: one call, or calls walking up an area) never counts against
+     * flush_ranges. */
+    for (unsigned j = 0; j < pt->nranges; j++) {
+        struct pt_range *r = &pt->r[j];
+        if (!touches(r, lo, last))
+            continue;
+        if (lo < r->lo)
+            r->lo = lo;
+        if (last > r->last)
+            r->last = last;
+        pt->st.ranges_coalesced++;
+        /* The widened range may now reach others: absorb them. */
+        for (unsigned k = 0; k < pt->nranges; k++) {
+            if (k == j || !touches(&pt->r[k], pt->r[j].lo, pt->r[j].last))
+                continue;
+            if (pt->r[k].lo < pt->r[j].lo)
+                pt->r[j].lo = pt->r[k].lo;
+            if (pt->r[k].last > pt->r[j].last)
+                pt->r[j].last = pt->r[k].last;
+            pt->r[k] = pt->r[--pt->nranges];
+            if (j == pt->nranges)
+                j = k; /* r[j] was the last one and now sits at k */
             pt->st.ranges_coalesced++;
-            return;
+            k = (unsigned)-1; /* rescan */
         }
+        return;
     }
     unsigned i = pt->nranges;
     if (i == pt->max_ranges) {
-        if (pt->cfg_flags & MMP_PT_FLUSH_ALL_OVER) {
-            pt->flush_all = 1;
-            pt->st.ranges_coalesced += pt->nranges;
-            pt->nranges = 0;
-            return;
-        }
-        /* Too many: keep one covering range (the ops asked for that). */
+        /* Too many disjoint ranges: keep one covering range (the ops asked
+         * for that), unless told to flush all - or unless the covering range
+         * would cross bit 63 (x86's non-canonical hole, ~2^64 bytes that a
+         * per-page tlb_flush could never walk): then flush all. */
         for (unsigned j = 0; j < pt->nranges; j++) {
             if (pt->r[j].lo < lo)
                 lo = pt->r[j].lo;
@@ -79,6 +79,11 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
                 last = pt->r[j].last;
         }
         pt->st.ranges_coalesced += pt->nranges;
+        if ((pt->cfg_flags & MMP_PT_FLUSH_ALL_OVER) || ((lo ^ last) >> 63)) {
+            pt->flush_all = 1;
+            pt->nranges = 0;
+            return;
+        }
         pt->r[0].lo = lo;
         pt->r[0].last = last;
         pt->nranges = 1;
@@ -87,12 +92,6 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
     pt->r[i].lo = lo;
     pt->r[i].last = last;
     pt->nranges = (uint8_t)(i + 1);
-    while (pt->nranges > 1 && merge_into(pt, pt->nranges - 1u))
-        ;
-    /* merge_into may leave an absorbing range elsewhere; re-check all. */
-    for (unsigned k = 0; k < pt->nranges; k++)
-        while (merge_into(pt, k))
-            ;
 }
 
 void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
@@ -105,6 +104,12 @@ void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
     call_flush(pt, lo, last, flags);
 }
 
+void mmp_core_pt_flush_now(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
+{
+    emit_barrier(pt);
+    call_flush(pt, lo, last, flags);
+}
+
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
 {
     /*
@@ -113,6 +118,10 @@ void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
      * address and physical address): both are multiples of the page size,
      * so bit 0 is clear and a walker reading them sees invalid descriptors
      * (arm64, x86 and EPT alike) - never a translation mmport did not make.
+     * Invalid is only right where the translations go away or are broken:
+     * an unmapped subtree, or one replaced inside a break-before-make. A
+     * fold keeps its translations, so it flushes before it defers the old
+     * table (try_collapse; x86 has no break there).
      */
     uint64_t *p = (uint64_t *)va;
     pt_st(&p[0], (uint64_t)(uintptr_t)pt->dfree);

@@ -21,7 +21,10 @@
  * changes its output address, block size, contiguity or memory type:
  * store invalid, barrier + flush (mmp_core_pt_bbm, never deferred), then
  * the new entries. x86 needs none (the format says so); every changed
- * translation is flushed instead.
+ * translation is flushed instead - except a page-size change that also
+ * changes frame or attributes (a split under protect/replace, a table
+ * replaced by a leaf), which Intel SDM Vol. 3A 4.10.2.3 wants done as
+ * not-present, flush, write: those break on x86 too.
  */
 #include "pt_op.h"
 
@@ -299,13 +302,20 @@ static void split(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uint64_t
     for (size_t k = 0; k < n; k++)
         c[k] = ctm | (pa0 + k * csz);
     o->pt->st.entries_written += n;
+    uint64_t w0 = o->pt->st.entries_written;
     if (o->kind == OP_MAP)
         map_tbl(o, d + 1, c, va, last, true);
     else
         chg_tbl(o, d + 1, c, va, last, true);
+    /* x86 (no BBM otherwise): a page-size change that also changes frame
+     * or attributes must go not-present, flush, write (Intel SDM Vol. 3A
+     * 4.10.2.3, TLB note 317080). A size-only change (the child repeats
+     * the block: nothing was written into it) or an unmap split stays one
+     * store plus a deferred flush, which Intel allows. */
+    bool differs = o->kind != OP_UNMAP && o->pt->st.entries_written != w0;
     if (e & g->cont_bit) {
         unfold_run(o, d, t, i, base, priv, false);
-    } else if (!priv && g->bbm) {
+    } else if (!priv && (g->bbm || differs)) {
         pt_st(&t[i], 0);
         wrote(o, 1, priv);
         mmp_core_pt_bbm(o->pt, base, base + sz - 1, MMP_FLUSH_LEAF);
@@ -360,20 +370,24 @@ static void replace_prepare(struct pt_op *o, unsigned d, uint64_t *t, unsigned a
         if (kind == PT_INV)
             continue;
         any = true;
+        /* A table replaced by a leaf changes the page size and (in general)
+         * the frame: break it on x86 too (Intel SDM Vol. 3A 4.10.2.3). Its
+         * pages are unreachable, or inside this break, when defer_tree
+         * writes the free-list link into them. */
+        if (g->bbm || kind == PT_TABLE) {
+            pt_st(&t[k], 0);
+            n++;
+        }
         if (kind == PT_TABLE) {
             flags = 0;
             defer_tree(o, d + 1, pt_child(o->pt, e), e & g->tbl_oa_mask);
-        }
-        if (g->bbm) {
-            pt_st(&t[k], 0);
-            n++;
         }
     }
     if (!any)
         return;
     wrote(o, n, priv);
     uint64_t lo = va_a, hi = va_a + (uint64_t)(b - a + 1) * sz - 1;
-    if (!priv && g->bbm)
+    if (!priv && (g->bbm || flags == 0))
         mmp_core_pt_bbm(o->pt, lo, hi, flags);
     else if (!priv)
         mmp_core_pt_flush_add(o->pt, lo, hi, flags);
@@ -463,11 +477,14 @@ static void try_collapse(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, u
         pt_st(&t[i], 0);
         wrote(o, 1, priv);
         mmp_core_pt_bbm(o->pt, base, base + sz - 1, 0);
-    } else if (!priv) {
-        mmp_core_pt_flush_add(o->pt, base, base + sz - 1, 0);
     }
     pt_st(&t[i], o->tmpl[d] | pa);
     wrote(o, 1, priv);
+    /* x86: same translation, so the block goes in with one store (Intel
+     * allows a size-only change); but a stale PDE cache may still walk c,
+     * so flush now, before the free-list link is written into c[0]/c[1]. */
+    if (!priv && !g->bbm)
+        mmp_core_pt_flush_now(o->pt, base, base + sz - 1, 0);
     mmp_core_pt_defer_free(o->pt, c, e & g->tbl_oa_mask);
     /* The new block may complete a contiguous run of blocks. */
     unsigned R = run_len(o, d);
@@ -665,6 +682,12 @@ int PT_RUN(struct pt_op *o, uint64_t va, uint64_t last)
     int rc = reserve(o, n);
     if (rc)
         return rc;
+    /* A map over a range whose flush a lazy section deferred (unmap, then
+     * map again) would write valid entries while the old translations may
+     * still be cached: emit the pending flush first (break-before-make is
+     * never deferred). */
+    if (o->kind == OP_MAP && pt_pending_in(o->pt, va, last))
+        mmp_core_pt_sync(o->pt);
     if (o->kind == OP_MAP)
         map_tbl(o, 0, o->pt->root, va, last, false);
     else

@@ -151,6 +151,20 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
 /* Break-before-make: the entries for [lo, last] were made invalid; emit the
  * barrier and the flush now, whatever the batching mode. */
 void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags);
+/* Barrier and flush of [lo, last] now (no break: the entries stay valid),
+ * e.g. before a table page that walk caches may still reach is reused. */
+void mmp_core_pt_flush_now(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags);
+/* Does a deferred flush overlap [lo, last]? (At most PT_MAX_RANGES
+ * compares; nothing is pending outside a lazy section.) */
+static inline bool pt_pending_in(const struct pt *pt, uint64_t lo, uint64_t last)
+{
+    if (pt->flush_all)
+        return true;
+    for (unsigned i = 0; i < pt->nranges; i++)
+        if (pt->r[i].lo <= last && lo <= pt->r[i].last)
+            return true;
+    return false;
+}
 /* A table page unlinked from the tree: freed after the covering flush. */
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa);
 /* End of one map/unmap/protect call: one barrier, one coalesced flush and

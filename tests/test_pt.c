@@ -197,7 +197,9 @@ START_TEST(partial_unmap_protect_in_blocks_and_runs)
 }
 END_TEST
 
-/* The BBM flush of a split or unfold sees the whole range invalid. */
+/* The BBM flush of a split or unfold sees the whole range invalid. x86
+ * breaks too when the split changes attributes or frame (protect, replace:
+ * Intel SDM Vol. 3A 4.10.2.3), not for an unmap split. */
 START_TEST(bbm_order_seen_by_flush)
 {
     for (size_t c = 0; c < NCFG; c++) {
@@ -234,13 +236,13 @@ START_TEST(bbm_order_seen_by_flush)
                         covered = 1;
                     nbbm += e->log[i].all_invalid;
                 }
-                if (arm) {
+                if (arm || op != 1) {
                     ck_assert_msg(covered, "%s unit %#llx op %d: no flush saw the range invalid",
                                   pt_cfgs[c].name, (unsigned long long)sz, op);
                     ck_assert_uint_ge(st1.bbm - st0.bbm, 1);
                 } else {
                     ck_assert_uint_eq(st1.bbm, st0.bbm);
-                    ck_assert_int_eq(nbbm, 0); /* the split's flush covers live entries */
+                    ck_assert_int_eq(nbbm, 0); /* the unmap split's flush covers live entries */
                     int flushed = 0; /* x86: the changed translation is flushed */
                     for (int i = 0; i < e->nflush; i++)
                         flushed |= e->log[i].va <= mid && e->log[i].va + e->log[i].size > mid;

@@ -72,6 +72,8 @@ static int arm64_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, bo
      * concatenating up to 16 tables. */
     unsigned extra = s2 ? 4 : 0;
     unsigned levels = (va - extra - gs + bpl - 1) / bpl;
+    if (s2 && levels < 2)
+        levels = 2; /* 64K IPA 32/33: start at level 2, small root (as KVM) */
     if (levels < 2 || levels > 4 || (gs == 16 && levels > 3))
         return -MMP_ENOTSUP; /* too few bits for two levels, or a 64K level 0 */
     int start = 4 - (int)levels;
@@ -229,10 +231,13 @@ static uint64_t arm64_child(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
 }
 
 /* D8.16.1: changing the memory type or cacheability of a valid entry needs
- * break-before-make; permission changes do not. */
+ * break-before-make; permission changes do not. Non-global to global
+ * (nG 1 -> 0) needs it too: the old ASID-tagged entry and the new global
+ * one could both hit in a TLB, a conflict (Linux's pgattr_change_is_safe()
+ * refuses that transition as well). Global to non-global is safe. */
 static bool arm64_needs_bbm(uint32_t a, uint32_t b)
 {
-    return ((a ^ b) & MMP_MEM_MASK) != 0;
+    return ((a ^ b) & MMP_MEM_MASK) != 0 || (b & ~a & MMP_PROT_GLOBAL) != 0;
 }
 
 const struct mmp_pt_fmt mmp_core_pt_fmt_arm64_s1 = {

@@ -30,6 +30,22 @@
  * read once, at the first call of mmp_clear(), mmp_clear_pages(),
  * mmp_clear_kernels() or mmp_clear_policy(); a bad MMPORT_CLEAR makes every
  * clearing call without opts->kernel fail (see mmp_clear()).
+ *
+ * Vector registers (kernel or hypervisor embeddings): the x86 kernels
+ * avx2_nt and avx512_nt use vector registers (ymm0 / zmm0, and VZEROUPPER,
+ * which clears bits 255:128 of every ymm register), and the policy picks
+ * one of them as the default cold kernel on AVX2 / AVX-512 CPUs whenever
+ * XCR0 enables that state - which any OS using AVX does. In user space
+ * that is harmless (vector registers are caller-saved). Code that runs
+ * with another context's vector state live - a kernel, or a hypervisor
+ * between guest entries - must either save and restore that state around
+ * the clearing call (as Linux does with kernel_fpu_begin/end) or force a
+ * general-purpose-register kernel: opts->kernel = "movnti" (or "clzero",
+ * or a hot kernel such as "rep_stosb"), or MMPORT_CLEAR=movnti (or the
+ * cold kernel of a MMPORT_TUNING file). The other x86 kernels and the
+ * arm64 kernels dc_zva, stnp, stp and mops use no vector registers; the
+ * portable "memset" kernel is C that the compiler may vectorise unless the
+ * embedding builds with general-purpose registers only.
  */
 #ifndef MMPORT_CLEAR_H
 #define MMPORT_CLEAR_H

@@ -14,7 +14,10 @@
  *
  * Break-before-make is never deferred: when a valid entry must be broken
  * (block split, contiguous-run unfold or fold, replacement), its barrier
- * and flush are issued before the new entry is written, lazy or not.
+ * and flush are issued before the new entry is written, lazy or not. The
+ * same holds across calls: a map over a range whose flush the section
+ * still holds (unmapped or changed earlier in the section) first emits
+ * everything pending, as mmp_lazy_flush() would, then writes.
  *
  * The lazy state belongs to the table (struct mmp_pt), and so to the one
  * writer the caller allows at a time: enter, updates and leave come from

@@ -66,8 +66,11 @@ struct mmp_pt_config {
     uint32_t granule;
     /**
      * Input-address bits. x86-64: 48 (4-level) or 57 (5-level). arm64 stage 1:
-     * 25..48 (T0SZ = 64 - va_bits); stage 2: the IPA size, 32..48, for which
-     * the starting level and root concatenation follow VTCR_EL2 rules.
+     * 25..48 (T0SZ = 64 - va_bits), of which the engine supports those that
+     * need at least two levels: 4K 25..48, 16K 26..48, 64K 30..48 (16K 25
+     * and 64K 25..29 give -ENOTSUP). Stage 2: the IPA size, 32..48, every
+     * granule; the starting level and root concatenation follow VTCR_EL2
+     * rules (64K with IPA 32/33 starts at level 2 with an 8/16-entry root).
      */
     uint32_t va_bits;
     /** Output-address bits; 0 = the format's maximum (52 x86-64, 48 arm64). */
@@ -276,7 +279,8 @@ MMP_API int mmp_pt_usage(const struct mmp_pt *pt, struct mmp_pt_usage *out);
  * Text dump of [va, va+size): one line per region of consecutive leaves
  * that are contiguous in output address with identical attributes and
  * leaf kind, "va-range pa size kind attrs", then one totals line (pages,
- * contiguous runs, blocks, table pages). Each line, without newline, goes
+ * contiguous runs, blocks, table pages) of the WHOLE table, as
+ * mmp_pt_usage() counts them, not of the range dumped. Each line, without newline, goes
  * to @p out; a non-zero return from it stops the dump and is returned.
  * Works freestanding (no libc). Errors: as mmp_pt_walk().
  */
