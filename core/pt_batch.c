@@ -104,12 +104,6 @@ void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
     call_flush(pt, lo, last, flags);
 }
 
-void mmp_core_pt_flush_now(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
-{
-    emit_barrier(pt);
-    call_flush(pt, lo, last, flags);
-}
-
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
 {
     /*
@@ -120,8 +114,8 @@ void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
      * (arm64, x86 and EPT alike) - never a translation mmport did not make.
      * Invalid is only right where the translations go away or are broken:
      * an unmapped subtree, or one replaced inside a break-before-make. A
-     * fold keeps its translations, so it flushes before it defers the old
-     * table (try_collapse; x86 has no break there).
+     * fold keeps its translations, so its old table goes to
+     * mmp_core_pt_defer_keep instead (x86 has no break there).
      */
     uint64_t *p = (uint64_t *)va;
     pt_st(&p[0], (uint64_t)(uintptr_t)pt->dfree);
@@ -130,9 +124,21 @@ void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
     pt->dfree_pa = pa;
 }
 
+void mmp_core_pt_defer_keep(struct pt *pt, void *va, uint64_t pa)
+{
+    /* Nothing is written into the page: a walk through a stale cache still
+     * finds the old, valid entries. The flush of its range is already
+     * pending, so a sync when full covers it too. */
+    if (pt->nkept == PT_KEPT)
+        mmp_core_pt_sync(pt);
+    pt->kept[pt->nkept].va = va;
+    pt->kept[pt->nkept].pa = pa;
+    pt->nkept++;
+}
+
 void mmp_core_pt_sync(struct pt *pt)
 {
-    bool have = pt->flush_all || pt->nranges || pt->dfree;
+    bool have = pt->flush_all || pt->nranges || pt->dfree || pt->nkept;
     if (pt->barrier_pending || have)
         emit_barrier(pt);
     if (pt->flush_all) {
@@ -153,6 +159,12 @@ void mmp_core_pt_sync(struct pt *pt)
         pt->ops.free_table(pt->ops.ctx, p, pa, (size_t)1 << pt->g.granule_shift);
         pt->st.table_pages--;
     }
+    for (unsigned i = 0; i < pt->nkept; i++) {
+        pt->ops.free_table(pt->ops.ctx, pt->kept[i].va, pt->kept[i].pa,
+                           (size_t)1 << pt->g.granule_shift);
+        pt->st.table_pages--;
+    }
+    pt->nkept = 0;
 }
 
 void mmp_core_pt_call_end(struct pt *pt)
@@ -162,6 +174,6 @@ void mmp_core_pt_call_end(struct pt *pt)
             pt->st.barriers_deferred++;
         return;
     }
-    if (pt->barrier_pending || pt->nranges || pt->flush_all || pt->dfree)
+    if (pt->barrier_pending || pt->nranges || pt->flush_all || pt->dfree || pt->nkept)
         mmp_core_pt_sync(pt);
 }

@@ -477,15 +477,19 @@ static void try_collapse(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, u
         pt_st(&t[i], 0);
         wrote(o, 1, priv);
         mmp_core_pt_bbm(o->pt, base, base + sz - 1, 0);
+    } else if (!priv) {
+        mmp_core_pt_flush_add(o->pt, base, base + sz - 1, 0);
     }
     pt_st(&t[i], o->tmpl[d] | pa);
     wrote(o, 1, priv);
     /* x86: same translation, so the block goes in with one store (Intel
-     * allows a size-only change); but a stale PDE cache may still walk c,
-     * so flush now, before the free-list link is written into c[0]/c[1]. */
+     * allows a size-only change); but a stale PDE cache may still walk c
+     * until the flush and must find its valid entries: keep c untouched
+     * (no free-list link written into it). */
     if (!priv && !g->bbm)
-        mmp_core_pt_flush_now(o->pt, base, base + sz - 1, 0);
-    mmp_core_pt_defer_free(o->pt, c, e & g->tbl_oa_mask);
+        mmp_core_pt_defer_keep(o->pt, c, e & g->tbl_oa_mask);
+    else
+        mmp_core_pt_defer_free(o->pt, c, e & g->tbl_oa_mask);
     /* The new block may complete a contiguous run of blocks. */
     unsigned R = run_len(o, d);
     if (R > 1) {

@@ -36,6 +36,7 @@ static inline void mmp_arch_pt_publish(void)
 #endif
 
 #define PT_MAX_RANGES 8
+#define PT_KEPT 4
 
 struct pt_op;
 /* The update engine, specialised per depth (core/pt_engine.h). */
@@ -61,12 +62,19 @@ struct pt {
     uint8_t nranges;
     uint8_t max_ranges;
     uint8_t flush_all;
+    uint8_t nkept;
     uint32_t range_flags; /* AND of the pending ranges' MMP_FLUSH_* hints */
     uint32_t lazy_depth;
     uint32_t lazy_paused;
     struct pt_range r[PT_MAX_RANGES];
     void *dfree;      /* table pages waiting for the flush, linked through entries 0/1 */
     uint64_t dfree_pa;
+    /* Table pages waiting for the flush that walk caches may still reach
+     * and must find unchanged (x86 folds): kept out of band. */
+    struct {
+        void *va;
+        uint64_t pa;
+    } kept[PT_KEPT];
     struct mmp_pt_stats st;
 };
 
@@ -151,9 +159,6 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
 /* Break-before-make: the entries for [lo, last] were made invalid; emit the
  * barrier and the flush now, whatever the batching mode. */
 void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags);
-/* Barrier and flush of [lo, last] now (no break: the entries stay valid),
- * e.g. before a table page that walk caches may still reach is reused. */
-void mmp_core_pt_flush_now(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags);
 /* Does a deferred flush overlap [lo, last]? (At most PT_MAX_RANGES
  * compares; nothing is pending outside a lazy section.) */
 static inline bool pt_pending_in(const struct pt *pt, uint64_t lo, uint64_t last)
@@ -167,6 +172,10 @@ static inline bool pt_pending_in(const struct pt *pt, uint64_t lo, uint64_t last
 }
 /* A table page unlinked from the tree: freed after the covering flush. */
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa);
+/* The same for a page whose entries must stay intact until that flush
+ * (its translations are still valid); syncs first when the few slots are
+ * full. */
+void mmp_core_pt_defer_keep(struct pt *pt, void *va, uint64_t pa);
 /* End of one map/unmap/protect call: one barrier, one coalesced flush and
  * the deferred frees, unless a lazy section defers them. */
 void mmp_core_pt_call_end(struct pt *pt);

@@ -254,6 +254,26 @@ START_TEST(x86_fold_table_intact_until_flush)
     ck_assert_int_ge(f.checked, 1);
     ck_assert_int_eq(f.bad, 0);
     tenv_free(f.e);
+
+    /* More folds in one section than the out-of-band slots: every old
+     * table is still freed only after a flush, and none leaks. */
+    struct tenv *e = tenv_new(&pt_cfgs[0].c);
+    for (uint64_t r = 0; r < 7; r++)
+        ck_assert_int_eq(mmp_pt_map(&e->pt, (r + 1) * B, pa + r * B, B - G, RW, 0), 0);
+    e->nflush = 0;
+    e->nfree = 0;
+    ck_assert_int_eq(mmp_lazy_enter(&e->pt), 0);
+    for (uint64_t r = 0; r < 7; r++)
+        ck_assert_int_eq(mmp_pt_map(&e->pt, (r + 2) * B - G, pa + (r + 1) * B - G, G, RW, 0), 0);
+    ck_assert_int_eq(mmp_lazy_leave(&e->pt), 0);
+    ck_assert_int_eq(e->nfree, 7);
+    for (int i = 0; i < e->nfree; i++)
+        ck_assert_int_ge(e->free_flushes[i], 1);
+    for (uint64_t r = 0; r < 7; r++) {
+        ck_assert_int_eq(mmp_pt_lookup(&e->pt, (r + 1) * B, &l), 0);
+        ck_assert_uint_eq(l.size, B);
+    }
+    tenv_free(e);
 }
 END_TEST
 
