@@ -361,6 +361,14 @@ static void replace_prepare(struct pt_op *o, unsigned d, uint64_t *t, unsigned a
         if (pt_kind(g, d, eb) == PT_LEAF && (eb & g->cont_bit) && ((b + 1) & (R - 1)))
             unfold_run(o, d, t, b, va_a + (uint64_t)(b - a) * sz, priv, true);
     }
+    /* A table replaced by a leaf changes the page size and (in general)
+     * the frame: break the whole range on x86 too (Intel SDM Vol. 3A
+     * 4.10.2.3), so nothing in the flushed range still translates. Its
+     * pages are unreachable, or inside this break, when defer_tree writes
+     * the free-list link into them. */
+    bool brk = g->bbm;
+    for (unsigned k = a; k <= b && !brk; k++)
+        brk = pt_kind(g, d, pt_ld(&t[k])) == PT_TABLE;
     uint64_t n = 0;
     bool any = false;
     unsigned flags = MMP_FLUSH_LEAF;
@@ -370,11 +378,7 @@ static void replace_prepare(struct pt_op *o, unsigned d, uint64_t *t, unsigned a
         if (kind == PT_INV)
             continue;
         any = true;
-        /* A table replaced by a leaf changes the page size and (in general)
-         * the frame: break it on x86 too (Intel SDM Vol. 3A 4.10.2.3). Its
-         * pages are unreachable, or inside this break, when defer_tree
-         * writes the free-list link into them. */
-        if (g->bbm || kind == PT_TABLE) {
+        if (brk) {
             pt_st(&t[k], 0);
             n++;
         }
@@ -387,7 +391,7 @@ static void replace_prepare(struct pt_op *o, unsigned d, uint64_t *t, unsigned a
         return;
     wrote(o, n, priv);
     uint64_t lo = va_a, hi = va_a + (uint64_t)(b - a + 1) * sz - 1;
-    if (!priv && (g->bbm || flags == 0))
+    if (!priv && brk)
         mmp_core_pt_bbm(o->pt, lo, hi, flags);
     else if (!priv)
         mmp_core_pt_flush_add(o->pt, lo, hi, flags);
