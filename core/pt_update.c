@@ -62,7 +62,8 @@ int mmp_pt_map(struct mmp_pt *p, uint64_t va, uint64_t pa, uint64_t size, uint32
     return o.pt->run(&o, va, last);
 }
 
-int mmp_pt_unmap(struct mmp_pt *p, uint64_t va, uint64_t size)
+/* Unmap and protect: check the range, then run the table's engine. */
+static int run_range(struct mmp_pt *p, uint64_t va, uint64_t size, int kind, uint32_t attrs)
 {
     if (!p || !pt_of(p)->root)
         return -MMP_EINVAL;
@@ -71,21 +72,18 @@ int mmp_pt_unmap(struct mmp_pt *p, uint64_t va, uint64_t size)
     if (rc)
         return rc;
     struct pt_op o;
-    op_init(&o, p, OP_UNMAP, 0);
+    rc = op_init(&o, p, kind, attrs);
+    if (rc)
+        return rc;
     return o.pt->run(&o, va, last);
+}
+
+int mmp_pt_unmap(struct mmp_pt *p, uint64_t va, uint64_t size)
+{
+    return run_range(p, va, size, OP_UNMAP, 0);
 }
 
 int mmp_pt_protect(struct mmp_pt *p, uint64_t va, uint64_t size, uint32_t attrs)
 {
-    if (!p || !pt_of(p)->root)
-        return -MMP_EINVAL;
-    uint64_t last;
-    int rc = mmp_core_pt_check_va(pt_of(p), va, size, &last);
-    if (rc)
-        return rc;
-    struct pt_op o;
-    rc = op_init(&o, p, OP_PROT, attrs);
-    if (rc)
-        return rc;
-    return o.pt->run(&o, va, last);
+    return run_range(p, va, size, OP_PROT, attrs);
 }

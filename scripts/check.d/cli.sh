@@ -4,19 +4,12 @@
 # stderr and nothing on stdout; ptdump prints the leaves its --map
 # arguments call for; a small demo verifies; JSON outputs parse.
 set -u
-if [ "${ARCH:-$(uname -m)}" != "$(uname -m)" ]; then
-    echo "SKIP: the CLI contract is checked on host-arch builds; this configuration targets $ARCH"
-    [ -n "${MMPORT_TEST_RESULTS:-}" ] && echo "0 0 1" > "$MMPORT_TEST_RESULTS"
-    exit 0
-fi
+. scripts/check-step.sh
+step_needs_host_arch "the CLI contract is checked on host-arch builds"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { echo "PASS: $1"; pass=$((pass + 1)); }
-ko() { echo "FAIL: $1"; fail=$((fail + 1)); }
 finish() {
-    [ -n "${MMPORT_TEST_RESULTS:-}" ] && echo "$pass $fail 0" > "$MMPORT_TEST_RESULTS"
-    [ $fail = 0 ]
+    step_results
     exit
 }
 

@@ -5,16 +5,10 @@
 # With a cross compiler and an aarch64 build, guest_mm also runs under
 # qemu-user.
 set -u
-if [ "${ARCH:-$(uname -m)}" != "$(uname -m)" ]; then
-    echo "SKIP: the examples are built with the host compiler; this configuration targets $ARCH"
-    [ -n "${MMPORT_TEST_RESULTS:-}" ] && echo "0 0 1" > "$MMPORT_TEST_RESULTS"
-    exit 0
-fi
+. scripts/check-step.sh
+step_needs_host_arch "the examples are built with the host compiler"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0 skip=0
-ok() { echo "PASS: $1"; pass=$((pass + 1)); }
-ko() { echo "FAIL: $1"; fail=$((fail + 1)); }
 sk() { echo "SKIP: $1"; skip=$((skip + 1)); }
 
 make --no-print-directory all > "$tmp/log" 2>&1 || { cat "$tmp/log"; ko "make all"; }
@@ -61,5 +55,4 @@ if [ -n "${CROSS_CC:-}" ] && [ -n "${QEMU_AARCH64:-}" ] && [ -f "$xlib" ]; then
 else
     sk "guest_mm on aarch64: no cross build (build/aarch64/libmmport.a)"
 fi
-[ -n "${MMPORT_TEST_RESULTS:-}" ] && echo "$pass $fail $skip" > "$MMPORT_TEST_RESULTS"
-[ $fail = 0 ]
+step_results

@@ -2,16 +2,10 @@
 # make install into a temporary DESTDIR, then build and run a program
 # outside the tree against it with pkg-config alone (shared and static).
 set -u
-if [ "${ARCH:-$(uname -m)}" != "$(uname -m)" ]; then
-    echo "SKIP: the consumer is built with the host compiler; this configuration targets $ARCH"
-    [ -n "${MMPORT_TEST_RESULTS:-}" ] && echo "0 0 1" > "$MMPORT_TEST_RESULTS"
-    exit 0
-fi
+. scripts/check-step.sh
+step_needs_host_arch "the consumer is built with the host compiler"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { echo "PASS: $1"; pass=$((pass + 1)); }
-ko() { echo "FAIL: $1"; fail=$((fail + 1)); }
 
 if make --no-print-directory install DESTDIR="$tmp" PREFIX=/usr/local > "$tmp/log" 2>&1; then
     ok "make install DESTDIR=<tmp> PREFIX=/usr/local"
@@ -40,5 +34,4 @@ for m in "$tmp"/usr/local/share/man/man*/*; do
     warn=$(groff -man -Tutf8 -ww -z "$m" 2>&1)
     if [ -z "$warn" ]; then ok "man page renders: $(basename "$m")"; else ko "man page $(basename "$m"): $warn"; fi
 done
-[ -n "${MMPORT_TEST_RESULTS:-}" ] && echo "$pass $fail 0" > "$MMPORT_TEST_RESULTS"
-[ $fail = 0 ]
+step_results

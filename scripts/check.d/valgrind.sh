@@ -3,11 +3,8 @@
 # access, use of uninitialised memory or leak fails the step.
 # (Suites that are slow under valgrind may be left out with VALGRIND_SKIP.)
 set -u
-if [ "${ARCH:-$(uname -m)}" != "$(uname -m)" ]; then
-    echo "SKIP: valgrind runs host-arch binaries only; this configuration targets $ARCH"
-    [ -n "${MMPORT_TEST_RESULTS:-}" ] && echo "0 0 1" > "$MMPORT_TEST_RESULTS"
-    exit 0
-fi
+. scripts/check-step.sh
+step_needs_host_arch "valgrind runs host-arch binaries only"
 b=build/$(uname -m)
 bin=$b/tests/mmport-test
 [ -x "$bin" ] || { echo "FAIL: $bin not built"; exit 1; }
