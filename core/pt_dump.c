@@ -32,10 +32,7 @@ static int usage_entry(void *ctx, struct pt_slot *s)
     }
     w->u->table_pages++;
     w->any[s->d + 1] = false;
-    s->child = pt_child(w->pt, s->e);
-    s->child_vkind = PT_TABLE;
-    s->child_priv = false;
-    return PT_DESCEND;
+    return pt_descend(s, pt_child(w->pt, s->e), PT_TABLE, false);
 }
 
 static int usage_span(void *ctx, struct pt_slot *s)

@@ -262,10 +262,7 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
     s->tag = T_SPLIT;
     s->aux = cpa;
     s->aux2 = o->pt->st.entries_written;
-    s->child = c;
-    s->child_vkind = PT_TABLE;
-    s->child_priv = true;
-    return PT_DESCEND;
+    return pt_descend(s, c, PT_TABLE, true);
 }
 
 static void split_end(struct pt_op *o, struct pt_slot *s)
@@ -399,7 +396,7 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
 {
     const struct mmp_pt_geom *g = o->g;
     unsigned d = s->d, i = s->i;
-    uint64_t *t = s->t, *c = s->child;
+    uint64_t *t = s->t, *c = pt_slot_child(s);
     bool priv = s->priv;
     uint64_t sz = slot_size(g, d), base = s->va & ~(sz - 1);
     unsigned n = (unsigned)pt_nent(g, d + 1);
@@ -452,19 +449,13 @@ PT_VISITOR int map_entry(void *ctx, struct pt_slot *s)
     }
     if (s->kind == PT_TABLE) {
         s->tag = T_TABLE;
-        s->child = pt_child(o->pt, s->e);
-        s->child_vkind = PT_TABLE;
-        s->child_priv = s->priv;
-        return PT_DESCEND;
+        return pt_descend(s, pt_child(o->pt, s->e), PT_TABLE, s->priv);
     }
     if (o->prep) {
         if (s->kind == PT_LEAF && !replace)
             return -MMP_EEXIST;
         o->need++;
-        s->child = NULL;
-        s->child_vkind = s->kind;
-        s->child_priv = true;
-        return PT_DESCEND;
+        return pt_descend(s, NULL, s->kind, true);
     }
     if (s->kind == PT_LEAF)
         return split_begin(o, s);
@@ -473,10 +464,7 @@ PT_VISITOR int map_entry(void *ctx, struct pt_slot *s)
     __builtin_memset(c, 0, gran(o->g));
     s->tag = T_NEW;
     s->aux = cpa;
-    s->child = c;
-    s->child_vkind = PT_TABLE;
-    s->child_priv = true;
-    return PT_DESCEND;
+    return pt_descend(s, c, PT_TABLE, true);
 }
 
 PT_VISITOR int map_span(void *ctx, struct pt_slot *s)
@@ -599,10 +587,49 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
          * first and the last whole run the new value is the frame (and
          * bit) with the new template: the fast loop, as tight as map's. */
         uint64_t n = 0;
-        unsigned f0 = x > A ? x : A, f1 = y < B ? y : B, k = lo;
-        if (f0 > f1)
-            f0 = f1 = hi + 1;
-        for (; k < brk; k++) {
+        unsigned f0 = x > A ? x : A, f1 = y < B ? y : B;
+        if (f0 > f1 || f0 >= brk)
+            f0 = f1 = brk;
+        else if (f1 >= brk)
+            f1 = brk - 1;
+        for (unsigned k = lo; k < brk; k++) {
+            if (k >= f0 && k <= f1 && f0 < brk) {
+                /* The fast loop over whole runs inside [a, b]. An entry
+                 * that continues the last one changed (next frame, same
+                 * bits) takes the next new value; any other is computed,
+                 * and an attribute set the rule has not passed (or an
+                 * invalid entry: the set holds the valid bit) goes to the
+                 * rule below. */
+                uint64_t exp = 0, nv = 0;
+                bool chain = false;
+                for (; k <= f1; k++) {
+                    uint64_t e = pt_ld(&t[k]);
+                    if (chain && e == exp) {
+                        pt_st(&t[k], nv);
+                        n++;
+                        exp += sz;
+                        nv += sz;
+                        continue;
+                    }
+                    uint64_t v = unmap ? 0 : (e & keep) | tmpl;
+                    if (ask ? (e & tmask) != last_tm || tm_bbm : !(e & vb))
+                        break;
+                    chain = false;
+                    if (unmap || ((v ^ e) & cmp)) {
+                        pt_st(&t[k], v);
+                        n++;
+                        /* (no carry out of the frame bits: then the next
+                         * entry's new value is v + sz) */
+                        chain = !unmap && !(((e + sz) ^ e) & ~oa);
+                        exp = e + sz;
+                        nv = v + sz;
+                    }
+                }
+                if (k > f1) {
+                    k = f1; /* the loop's k++ moves on past the fast range */
+                    continue;
+                }
+            }
             uint64_t e = pt_ld(&t[k]);
             if (!(e & vb))
                 continue;
@@ -610,20 +637,12 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
                 last_tm = e & tmask;
                 tm_bbm = pt_needs_bbm(g, d, e, (e & oa) | tmpl, PT_CHG_ATTR);
             }
-            if (tm_bbm && ask) {
+            if (ask && tm_bbm) {
                 unsigned rs = (e & cb) ? k & ~(R - 1) : k;
                 brk = rs > lo ? rs : lo;
                 break;
             }
-            if (k >= f0 && k <= f1) {
-                uint64_t v = unmap ? 0 : (e & keep) | tmpl;
-                if ((v ^ e) & cmp || unmap) {
-                    pt_st(&t[k], v);
-                    n++;
-                }
-            } else {
-                n += chg_one(o, d, t, k, e, a, b, false);
-            }
+            n += chg_one(o, d, t, k, e, a, b, false);
         }
         if (n) { /* in place: the flush is deferred */
             uint64_t va_lo = va_a - ((uint64_t)a - lo) * sz;
@@ -671,10 +690,7 @@ PT_VISITOR int chg_entry(void *ctx, struct pt_slot *s)
             return PT_SKIP;
         }
         s->tag = T_TABLE;
-        s->child = pt_child(o->pt, s->e);
-        s->child_vkind = PT_TABLE;
-        s->child_priv = s->priv;
-        return PT_DESCEND;
+        return pt_descend(s, pt_child(o->pt, s->e), PT_TABLE, s->priv);
     }
     if (s->full) {
         if (o->prep)
@@ -686,10 +702,7 @@ PT_VISITOR int chg_entry(void *ctx, struct pt_slot *s)
         return PT_SKIP;
     if (o->prep) {
         o->need++;
-        s->child = NULL;
-        s->child_vkind = PT_LEAF;
-        s->child_priv = true;
-        return PT_DESCEND;
+        return pt_descend(s, NULL, PT_LEAF, true);
     }
     return split_begin(o, s);
 }
@@ -709,7 +722,7 @@ PT_VISITOR int chg_post(void *ctx, struct pt_slot *s)
         return 0;
     if (s->tag == T_TABLE) {
         bool keep = (o->pt->cfg_flags & MMP_PT_KEEP_TABLES) != 0;
-        if (o->kind == OP_UNMAP && !keep && tbl_empty(o->g, s->d + 1, s->child))
+        if (o->kind == OP_UNMAP && !keep && tbl_empty(o->g, s->d + 1, pt_slot_child(s)))
             drop_table(o, s);
     } else if (s->tag == T_SPLIT) {
         split_end(o, s);

@@ -11,8 +11,9 @@
  *   PT_SPAN     hand slots [s->i, index of s->span_last] of this table to
  *               `span` in one call (the visitor stretches over as many
  *               slots as it wants to treat alike);
- *   PT_DESCEND  walk s->child (depth d + 1) over the slot's part of the
- *               range, then call `post` for the slot (table pre/post order).
+ *   PT_DESCEND  walk the table given with pt_descend() (depth d + 1) over
+ *               the slot's part of the range, then call `post` for the
+ *               slot (table pre/post order).
  * A non-zero return of `span` or `post`, or a negative one of `entry`,
  * ends the walk with that value.
  * Without `entry`, tables are descended into and everything else is a
@@ -38,31 +39,26 @@ enum { PT_SKIP = 0, PT_SPAN = 1, PT_DESCEND = 2 };
 /* Visitor flags. */
 #define PT_V_ACQUIRE 1u /* load entries with acquire (readers racing a writer) */
 
-/* One slot of one table, as the walker shows it to a visitor. */
+/* One slot of one table, as the walker shows it to a visitor. The walk
+ * keeps one per depth; slot d + 1 describes the table below slot d. */
 struct pt_slot {
-    /* the table at this depth (set by the walker from the parent's choice) */
+    /* the table at this depth (set by the parent's pt_descend()) */
     uint64_t *t;    /* NULL: imagined by a prepare pass */
     int vkind;      /* t == NULL: the kind of every entry */
     bool priv;      /* t is not linked yet (built by this call) */
     /* the slot */
+    bool full;      /* the walked range covers the whole slot */
     unsigned d, i;
-    uint64_t e;     /* the entry (0 in an imagined table) */
     int kind;       /* PT_INV / PT_TABLE / PT_LEAF */
+    uint64_t e;     /* the entry (0 in an imagined table) */
     uint64_t va, last; /* the walked range's part in this slot */
     uint64_t end;      /* last address of the walked range in this table */
-    bool full;      /* ... which is the whole slot */
-    /* the visitor's answer */
-    uint64_t span_last; /* PT_SPAN: last address of the span (>= last) */
-    uint64_t *child;    /* PT_DESCEND: the table below (NULL: imagined) */
-    int child_vkind;
-    bool child_priv;
+    /* PT_SPAN: last address of the span (>= last), set by the visitor */
+    uint64_t span_last;
     /* free for the visitor between entry and post */
     int tag;
     uint64_t aux, aux2;
 };
-
-/* Visitor callbacks are inlined into the walk that calls them. */
-#define PT_VISITOR static inline __attribute__((always_inline))
 
 struct pt_visitor {
     unsigned flags;
@@ -70,6 +66,26 @@ struct pt_visitor {
     int (*span)(void *ctx, struct pt_slot *s);
     int (*post)(void *ctx, struct pt_slot *s);
 };
+
+/* Visitor callbacks are inlined into the walk that calls them. */
+#define PT_VISITOR static inline __attribute__((always_inline))
+
+/* An entry callback's answer to descend into child (NULL: an imagined
+ * table, every entry of kind vkind; priv: not linked yet). */
+static inline __attribute__((always_inline)) int pt_descend(struct pt_slot *s, uint64_t *child,
+                                                            int vkind, bool priv)
+{
+    s[1].t = child;
+    s[1].vkind = vkind;
+    s[1].priv = priv;
+    return PT_DESCEND;
+}
+
+/* In post: the table the walk descended into from slot s. */
+static inline uint64_t *pt_slot_child(const struct pt_slot *s)
+{
+    return s[1].t;
+}
 
 /* Kind of entry i of the table a slot describes. */
 static inline int pt_slot_kind(const struct mmp_pt_geom *g, const struct pt_slot *s, unsigned i)
@@ -82,32 +98,27 @@ pt_walk(const struct pt_visitor *v, void *ctx, const struct pt *pt, unsigned nle
         uint64_t *t0, bool priv0, uint64_t va, uint64_t last)
 {
     const struct mmp_pt_geom *g = &pt->g;
-    struct pt_slot f[MMP_PT_MAXLEV];
-    uint64_t end[MMP_PT_MAXLEV];
-    unsigned d = d0;
-    f[d].t = t0;
-    f[d].vkind = PT_TABLE;
-    f[d].priv = priv0;
-    end[d] = last;
+    struct pt_slot f[MMP_PT_MAXLEV + 1];
+    struct pt_slot *s = &f[d0], *top = s;
+    s->t = t0;
+    s->vkind = PT_TABLE;
+    s->priv = priv0;
+    s->end = last;
+    s->d = d0;
     for (;;) {
-        struct pt_slot *s = &f[d];
+        unsigned d = s->d;
         int rc;
-        s->d = d;
         s->va = va;
-        s->end = end[d];
         s->i = pt_idx(g, d, va);
         if (d + 1 == nlev) {
-            s->last = s->span_last = end[d];
-            s->full = false;
-            s->e = 0;
-            s->kind = PT_INV;
+            s->last = s->span_last = s->end;
             rc = v->span(ctx, s);
             if (rc)
                 return rc;
         } else {
-            uint64_t m = ((uint64_t)1 << g->shift[d]) - 1;
-            s->last = (va | m) < end[d] ? va | m : end[d];
-            s->full = !(va & m) && s->last - va == m;
+            uint64_t m = ((uint64_t)1 << g->shift[d]) - 1, sl = va | m;
+            s->full = !(va & m) && sl <= s->end;
+            s->last = sl <= s->end ? sl : s->end;
             if (s->t) {
                 s->e = (v->flags & PT_V_ACQUIRE) ? pt_ld_acquire(&s->t[s->i]) : pt_ld(&s->t[s->i]);
                 s->kind = pt_kind(g, d, s->e);
@@ -115,25 +126,18 @@ pt_walk(const struct pt_visitor *v, void *ctx, const struct pt *pt, unsigned nle
                 s->e = 0;
                 s->kind = s->vkind;
             }
-            if (v->entry) {
+            if (v->entry)
                 rc = v->entry(ctx, s);
-            } else if (s->kind == PT_TABLE) {
-                s->child = pt_child(pt, s->e);
-                s->child_vkind = PT_TABLE;
-                s->child_priv = s->priv;
-                rc = PT_DESCEND;
-            } else {
-                s->span_last = s->last;
-                rc = PT_SPAN;
-            }
+            else if (s->kind == PT_TABLE)
+                rc = pt_descend(s, pt_child(pt, s->e), PT_TABLE, s->priv);
+            else
+                s->span_last = s->last, rc = PT_SPAN;
             if (rc < 0)
                 return rc;
             if (rc == PT_DESCEND) {
-                f[d + 1].t = s->child;
-                f[d + 1].vkind = s->child_vkind;
-                f[d + 1].priv = s->child_priv;
-                end[d + 1] = s->last;
-                d++;
+                s[1].end = s->last;
+                s[1].d = d + 1;
+                s++;
                 continue;
             }
             if (rc == PT_SPAN) {
@@ -144,10 +148,10 @@ pt_walk(const struct pt_visitor *v, void *ctx, const struct pt *pt, unsigned nle
             }
         }
         /* Next slot; climb out of every table whose range is done. */
-        while (s->last == end[d]) {
-            if (d == d0)
+        while (s->last == s->end) {
+            if (s == top)
                 return 0;
-            s = &f[--d];
+            s--;
             if (v->post && (rc = v->post(ctx, s)) != 0)
                 return rc;
         }
@@ -196,7 +200,7 @@ static inline int pt_tables_span(void *ctx, struct pt_slot *s)
 static inline int pt_tables_post(void *ctx, struct pt_slot *s)
 {
     struct pt_tables *w = (struct pt_tables *)ctx;
-    w->fn(w->arg, s->child, s->e & w->pt->g.tbl_oa_mask);
+    w->fn(w->arg, pt_slot_child(s), s->e & w->pt->g.tbl_oa_mask);
     return 0;
 }
 
