@@ -41,6 +41,8 @@ run() {
     timeout 60 "$@" > "$log" 2>&1 < /dev/null
     rc=$?
     tr -d '\r' < "$log" | grep -E '^(PASS|FAIL|SKIP): ' | sed "s|^\([A-Z]*\): |\1: $label: |"
+    # second-stage payloads say how many translations they compared
+    tr -d '\r' < "$log" | grep -E '^translations compared: ' | sed "s|^|$label: |"
     np=$(grep -c '^PASS: ' "$log") nf=$(grep -c '^FAIL: ' "$log") ns=$(grep -c '^SKIP: ' "$log")
     p=$((p + np)) f=$((f + nf)) s=$((s + ns))
     if [ "$rc" != "$okrc" ] || ! grep -q '^RESULT: ' "$log"; then

@@ -7,9 +7,13 @@
  * error code. x86 has no address-translation instruction, so the output
  * address is checked with a token stamped into the expected frame, and
  * the memory type by decoding the descriptor through the live IA32_PAT.
+ * NPT targets (MMP_PT_X86_NPT) are the nested table of an SVM guest
+ * (svm.c): the same checks, made by the guest, with nested page faults
+ * (#VMEXIT NPF, EXITINFO1/2) in place of #PF.
  */
 #include "arch.h"
 #include "mmu.h"
+#include "svm.h"
 #include "tlb.h"
 
 /* Scratch RAM: the second GiB (QEMU pc -m 2G), less its last 2 MiB so the
@@ -27,11 +31,12 @@ const unsigned pl_ret_insn_size = 1;
 #define CR4_SMEP (1ull << 20)
 #define CR4_SMAP (1ull << 21)
 #define F_LA57 1u
+#define F_NPT 2u
 
 static uint64_t cr4_extra; /* SMEP/SMAP when the CPU has them */
 
-static void add(struct pl_target *t, int *n, unsigned va_bits, uint64_t max_leaf,
-                const char *name)
+static struct pl_target *add(struct pl_target *t, int *n, unsigned va_bits, uint64_t max_leaf,
+                             const char *name)
 {
     struct pl_target *x = &t[(*n)++];
     pl_snprintf(x->name, sizeof(x->name), "%s", name);
@@ -47,7 +52,23 @@ static void add(struct pl_target *t, int *n, unsigned va_bits, uint64_t max_leaf
     x->sparse_span = 0;
     x->prot_mask = MMP_PROT_MASK;
     x->arch_flags = va_bits == 57 ? F_LA57 : 0;
+    return x;
 }
+
+/* The nested table of an SVM guest: input = guest-physical, below the
+ * guest's 1 TiB identity map (and QEMU's 40-bit guest MAXPHYADDR). */
+static void add_npt(struct pl_target *t, int *n, unsigned va_bits, uint64_t max_leaf,
+                    const char *name)
+{
+    struct pl_target *x = add(t, n, va_bits, max_leaf, name);
+    x->cfg.format = MMP_PT_X86_NPT;
+    x->far_va = 0;
+    x->sparse_span = 1ull << 40;
+    x->prot_mask = MMP_PROT_READ | MMP_PROT_WRITE | MMP_PROT_EXEC;
+    x->arch_flags |= F_NPT;
+}
+
+static int have_svm;
 
 int pl_arch_targets(struct pl_target *t, int max)
 {
@@ -75,6 +96,22 @@ int pl_arch_targets(struct pl_target *t, int max)
         pl_skip("CPUID.7.0:ECX.LA57 clear on this CPU model", "x86-64 5-level (57-bit VA)");
     else if (max >= 2)
         add(t, &n, 57, max_leaf, "x86-64 5-level (57-bit VA)");
+    int la57 = (r[2] >> 16) & 1;
+    const char *why = 0;
+    if (max_leaf < (1ull << 30))
+        pl_skip("no 1 GiB pages: the SVM guest's identity map needs them", "x86 NPT (AMD SVM)");
+    else if (pl_svm_init(&why))
+        pl_skip(why, "x86 NPT (AMD SVM nested paging)");
+    else {
+        have_svm = 1;
+        if (max - n >= 1)
+            add_npt(t, &n, 48, max_leaf, "x86 NPT 4-level (SVM guest, nCR3)");
+        if (!la57)
+            pl_skip("CPUID.7.0:ECX.LA57 clear (5-level NPT follows the host's CR4.LA57)",
+                    "x86 NPT 5-level");
+        else if (max - n >= 1)
+            add_npt(t, &n, 57, max_leaf, "x86 NPT 5-level (SVM guest, host in LA57)");
+    }
     return n;
 }
 
@@ -83,8 +120,31 @@ static void write_cr4(uint64_t v)
     __asm__ volatile("mov %0, %%cr4" ::"r"(v) : "memory");
 }
 
+/* The host's 5-level view of the boot map, for 5-level NPT. */
+static uint64_t host_pml5[512] __attribute__((aligned(4096)));
+static int npt_active;
+
+static int npt_activate(const struct pl_target *t, const struct mmp_pt *pt)
+{
+    struct mmp_pt_regs regs;
+    if (mmp_pt_regs(pt, 0, &regs) || regs.root != mmp_pt_root(pt)) {
+        pl_printf("  mmp_pt_regs: nCR3 %lx, root %lx\n", regs.root, mmp_pt_root(pt));
+        return -1;
+    }
+    /* The nested walk has as many levels as the host's paging at VMRUN. */
+    if (t->arch_flags & F_LA57) {
+        host_pml5[0] = (uint64_t)(uintptr_t)boot_pml4 | 3;
+        pl_x86_set_paging((uint64_t)(uintptr_t)host_pml5, 1);
+    }
+    pl_svm_set_ncr3(regs.root);
+    npt_active = 1;
+    return 0;
+}
+
 int pl_arch_activate(const struct pl_target *t, const struct mmp_pt *pt)
 {
+    if (t->arch_flags & F_NPT)
+        return npt_activate(t, pt);
     uint64_t root = mmp_pt_root(pt);
     if (root >> 32) {
         pl_printf("  root %lx above 4 GiB: cannot switch paging modes\n", root);
@@ -99,6 +159,7 @@ int pl_arch_activate(const struct pl_target *t, const struct mmp_pt *pt)
 
 void pl_arch_deactivate(void)
 {
+    npt_active = 0;
     write_cr4(pl_read_cr(4) & ~(CR4_SMEP | CR4_SMAP));
     pl_boot_paging_restore();
     mmp_arch_tlb_flush_global();
@@ -107,7 +168,9 @@ void pl_arch_deactivate(void)
 void pl_arch_tlb_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
 {
     (void)ctx;
-    if (flags & MMP_FLUSH_ALL)
+    if (npt_active) /* the guest's entries; the host never walks the NPT */
+        pl_svm_flush();
+    else if (flags & MMP_FLUSH_ALL)
         mmp_arch_tlb_flush_global();
     else
         mmp_arch_tlb_flush_range(va, size, true);
@@ -133,9 +196,76 @@ static const unsigned type_of_mem[3] = { 6, 7, 0 }; /* WB, UC- (NC), UC (device)
 
 static uint64_t token_seq;
 
+uint64_t pl_npt_compared; /* guest accesses checked through the nested table */
+
+/* A nested page fault at gPA @p gpa with error bits @p err (P, W, ID): U
+ * is always set (nested accesses are user accesses), bit 32 marks the
+ * final translation, not a guest page-table access. */
+static int npf_bad(uint64_t va, const char *what, const struct pl_svm_exit *x, uint64_t gpa,
+                   uint64_t err)
+{
+    uint64_t want = err | NPF_U | NPF_FINAL, m = NPF_P | NPF_W | NPF_U | NPF_ID | NPF_FINAL | NPF_WALK;
+    if (x->code == SVM_EXIT_NPF && x->info2 == gpa && (x->info1 & m) == want)
+        return 0;
+    pl_printf("  mismatch at %lx: SVM guest: %s: want NPF EXITINFO1 %lx at %lx, got exit %lx "
+              "EXITINFO1 %lx EXITINFO2 %lx\n", va, what, want, gpa, x->code, x->info1, x->info2);
+    return 1;
+}
+
+static int npt_check(uint64_t va, const struct pl_expect *e, int real)
+{
+    struct pl_svm_exit x;
+    uint64_t v8 = va & ~7ull;
+    if (!e->mapped) {
+        if (!real)
+            return 0;
+        pl_npt_compared++;
+        pl_svm_probe(PL_SVM_LOAD, v8, 0, &x);
+        if (npf_bad(va, "load from an unmapped gPA", &x, v8, 0))
+            return 1;
+        pl_svm_probe(PL_SVM_STORE, v8, 0, &x);
+        return npf_bad(va, "store to an unmapped gPA", &x, v8, NPF_W);
+    }
+    uint32_t a = e->attrs;
+    unsigned mem = (a & MMP_MEM_MASK) >> 8;
+    if (e->desc && mem_type(e->desc, e->leaf_size) != type_of_mem[mem])
+        return bad(va, "memory type through IA32_PAT (host PAT, nested entry)", type_of_mem[mem],
+                   mem_type(e->desc, e->leaf_size));
+    if (!real)
+        return 0;
+    pl_npt_compared++;
+    volatile uint64_t *phys = (volatile uint64_t *)(uintptr_t)(e->pa & ~7ull);
+    uint64_t tok = 0x6e70740000000000ull ^ (++token_seq << 8) ^ va;
+    *phys = tok;
+    if (pl_svm_probe(PL_SVM_LOAD, v8, 0, &x) || x.rax != tok)
+        return bad(va, "guest load through the nested table (exit code or value)", tok,
+                   x.code == SVM_EXIT_VMMCALL ? x.rax : x.code);
+    int fault = pl_svm_probe(PL_SVM_STORE, v8, ~tok, &x);
+    if (!(a & MMP_PROT_WRITE)) {
+        if (npf_bad(va, "guest store to a read-only gPA", &x, v8, NPF_P | NPF_W) || *phys != tok)
+            return 1;
+    } else if (fault || *phys != ~tok) {
+        return bad(va, "guest store through the nested table (exit code or value)", ~tok,
+                   fault ? x.code : *phys);
+    }
+    if (mem != 0)
+        return 0;
+    *(volatile uint8_t *)(uintptr_t)e->pa = (uint8_t)pl_ret_insn;
+    fault = pl_svm_probe(PL_SVM_EXEC, va, 0, &x);
+    if (a & MMP_PROT_EXEC) {
+        if (fault)
+            return bad(va, "guest call into an executable gPA (exit code)", SVM_EXIT_VMMCALL,
+                       x.code);
+    } else if (npf_bad(va, "guest call into a non-executable gPA", &x, va, NPF_P | NPF_ID)) {
+        return 1;
+    }
+    return 0;
+}
+
 int pl_arch_check(const struct pl_target *t, uint64_t va, const struct pl_expect *e, int real)
 {
-    (void)t;
+    if (t->arch_flags & F_NPT)
+        return npt_check(va, e, real);
     struct pl_probe p;
     uint64_t v8 = va & ~7ull;
     if (!e->mapped) {
