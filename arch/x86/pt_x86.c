@@ -44,7 +44,7 @@
 #define X_XD (1ull << 63)
 
 int mmp_core_x86_pt_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, uint64_t valid,
-                     uint64_t tbl, uint64_t ign, bool physical)
+                          uint64_t tbl, uint64_t ign, bool physical)
 {
     if (cfg->granule != 4096 || (cfg->flags & MMP_PT_EL2))
         return -MMP_EINVAL;
@@ -148,7 +148,7 @@ static uint32_t x86_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
 
 /* A 1 GiB / 2 MiB leaf split one level down: PAT moves from bit 12 to bit 7
  * when the children are PTEs, where bit 7 no longer means PS. EPT uses it
- * too: its large leaves keep bit 12 clear (reserved, SDM 3C Table 29-4). */
+ * too: bit 12 of its large leaves is reserved, so always clear (SDM 3C 29.3.2). */
 uint64_t mmp_core_x86_pt_child(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
 {
     uint64_t t = e & ~g->oa_mask[d];

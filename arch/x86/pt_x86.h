@@ -13,7 +13,7 @@
  * extension). -EINVAL for a configuration x86 lacks.
  */
 int mmp_core_x86_pt_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, uint64_t valid,
-                     uint64_t tbl, uint64_t ign, bool physical);
+                          uint64_t tbl, uint64_t ign, bool physical);
 uint64_t mmp_core_x86_pt_child(const struct mmp_pt_geom *g, unsigned d, uint64_t e);
 bool mmp_core_x86_pt_needs_bbm(uint32_t a, uint32_t b);
 
