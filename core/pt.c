@@ -10,6 +10,8 @@ int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
     case MMP_PT_X86_64: f = &mmp_core_pt_fmt_x86_64; break;
     case MMP_PT_ARM64_S1: f = &mmp_core_pt_fmt_arm64_s1; break;
     case MMP_PT_ARM64_S2: f = &mmp_core_pt_fmt_arm64_s2; break;
+    case MMP_PT_X86_EPT: f = &mmp_core_pt_fmt_x86_ept; break;
+    case MMP_PT_X86_NPT: f = &mmp_core_pt_fmt_x86_npt; break;
     default: return -MMP_EINVAL;
     }
     __builtin_memset(g, 0, sizeof *g);
@@ -20,11 +22,14 @@ int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 
 #define CFG_FLAGS                                                                  \
     (MMP_PT_NO_BLOCKS | MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER |      \
-     MMP_PT_KEEP_TABLES | MMP_PT_EL2)
+     MMP_PT_KEEP_TABLES | MMP_PT_EL2 | CFG_EPT_FLAGS)
+#define CFG_EPT_FLAGS (MMP_PT_EPT_XO | MMP_PT_EPT_AD | MMP_PT_EPT_MBEC)
 
 int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct mmp_pt_ops *ops)
 {
     if (!p || !cfg || (cfg->flags & ~CFG_FLAGS) || cfg->flush_ranges > PT_MAX_RANGES)
+        return -MMP_EINVAL;
+    if ((cfg->flags & CFG_EPT_FLAGS) && cfg->format != MMP_PT_X86_EPT)
         return -MMP_EINVAL;
     if (!ops)
         ops = mmp_host_pt_default_ops();
@@ -183,7 +188,7 @@ int mmp_pt_info(const struct mmp_pt *p, struct mmp_pt_info *out)
     out->start_level = g->first_level;
     out->root_tables = g->root_tables;
     out->root_bytes = g->root_bytes;
-    if (g->fmt->format != MMP_PT_X86_64)
+    if (g->fmt->format == MMP_PT_ARM64_S1 || g->fmt->format == MMP_PT_ARM64_S2)
         out->t0sz = 64u - g->va_bits;
     if (g->fmt->format == MMP_PT_ARM64_S2)
         out->sl0 = g->start_level_enc;
@@ -196,5 +201,23 @@ int mmp_pt_info(const struct mmp_pt *p, struct mmp_pt_info *out)
         if (g->cont[d])
             out->cont_sizes |= 1ull << (g->shift[d] + g->cont[d]);
     }
+    return 0;
+}
+
+int mmp_pt_regs(const struct mmp_pt *p, uint16_t id, struct mmp_pt_regs *out)
+{
+    if (!p || !out || !cpt_of(p)->root)
+        return -MMP_EINVAL;
+    const struct pt *pt = cpt_of(p);
+    const struct mmp_pt_fmt *f = pt->g.fmt;
+    /* Widest id: PCID 12 bits (SDM 3A 4.10.1); none for EPT / NPT (VPID
+     * and ASID live in the VMCS / VMCB); ASID / VMID 16 bits on arm64. */
+    uint16_t id_max = f->format == MMP_PT_X86_64                                ? 0xfff
+                      : f->format == MMP_PT_X86_EPT || f->format == MMP_PT_X86_NPT ? 0
+                                                                                  : 0xffff;
+    if (id > id_max || !f->regs)
+        return -MMP_EINVAL;
+    __builtin_memset(out, 0, sizeof *out);
+    f->regs(&pt->g, pt->root_pa, id, out);
     return 0;
 }

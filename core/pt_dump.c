@@ -131,9 +131,9 @@ static void put_attrs(struct buf *b, uint32_t a)
     if (a & MMP_PROT_USER) s[3] = 'u';
     if (a & MMP_PROT_GLOBAL) s[4] = 'g';
     put(b, s);
-    put(b, (a & MMP_MEM_MASK) == MMP_MEM_NORMAL_WB   ? " normal-wb"
-           : (a & MMP_MEM_MASK) == MMP_MEM_NORMAL_NC ? " normal-nc"
-                                                     : " device");
+    static const char *const mem[] = {" normal-wb", " normal-nc", " device", " wc", " wt", " wp"};
+    unsigned m = (a & MMP_MEM_MASK) >> 8;
+    put(b, mem[m < sizeof mem / sizeof mem[0] ? m : 2]);
 }
 
 struct dump {

@@ -39,12 +39,14 @@ struct mmp_pt_geom {
     uint8_t start_level_enc;        /* stage 2: VTCR_EL2.SL0; else 0 */
     uint8_t root_tables;            /* concatenated root tables (stage 2), else 1 */
     uint32_t root_bytes;            /* bytes of the root allocation */
-    uint64_t valid_bit;             /* bit set in every valid descriptor */
+    uint64_t valid_bit;             /* a descriptor with any of these bits set is valid
+                                       (one bit; EPT: R|W|X) */
     uint64_t oa_mask[MMP_PT_MAXLEV];/* output-address bits of a leaf at depth d */
     uint64_t tbl_oa_mask;           /* output-address bits of a table descriptor */
     uint64_t tbl_tmpl;              /* table descriptor without its address */
     uint64_t cont_bit;              /* the contiguous bit, 0 if the format has none */
     uint64_t ign_mask;              /* bits hardware may change (x86 A/D): ignored */
+    uint32_t fmt_flags;             /* create-time capabilities the format keeps (EPT) */
 };
 
 /* What a change of a live entry does (mmp_pt_fmt::needs_bbm). */
@@ -75,10 +77,16 @@ struct mmp_pt_fmt {
      */
     bool (*needs_bbm)(const struct mmp_pt_geom *g, unsigned d, uint64_t old, uint64_t nw,
                       unsigned chg);
+    /* Control-register values for a table rooted at root_pa (mmp_pt_regs;
+     * id already range-checked). */
+    void (*regs)(const struct mmp_pt_geom *g, uint64_t root_pa, uint16_t id,
+                 struct mmp_pt_regs *out);
 };
 
-/* The formats (arch/x86/pt_x86.c, arch/arm64/pt_arm64.c). */
+/* The formats (arch/x86/pt_x86.c, pt_ept.c, arch/arm64/pt_arm64.c). */
 extern const struct mmp_pt_fmt mmp_core_pt_fmt_x86_64;
+extern const struct mmp_pt_fmt mmp_core_pt_fmt_x86_ept;
+extern const struct mmp_pt_fmt mmp_core_pt_fmt_x86_npt;
 extern const struct mmp_pt_fmt mmp_core_pt_fmt_arm64_s1;
 extern const struct mmp_pt_fmt mmp_core_pt_fmt_arm64_s2;
 

@@ -35,6 +35,7 @@ static const struct fcfg cfgs[] = {
     {MMP_PT_ARM64_S1, 4096, 48},  {MMP_PT_ARM64_S1, 4096, 39},
     {MMP_PT_ARM64_S1, 16384, 47}, {MMP_PT_ARM64_S1, 65536, 42},
     {MMP_PT_ARM64_S2, 4096, 40},  {MMP_PT_ARM64_S2, 65536, 44},
+    {MMP_PT_X86_EPT, 4096, 48},   {MMP_PT_X86_NPT, 4096, 57},
 };
 #define NCFGS (sizeof cfgs / sizeof cfgs[0])
 
@@ -109,7 +110,7 @@ static uint32_t pick_attrs(uint8_t b, enum mmp_pt_format fmt)
         a |= MMP_PROT_WRITE;
     if (b & 2)
         a |= MMP_PROT_EXEC;
-    if (fmt != MMP_PT_ARM64_S2) {
+    if (fmt != MMP_PT_ARM64_S2 && fmt != MMP_PT_X86_EPT && fmt != MMP_PT_X86_NPT) {
         if (b & 4)
             a |= MMP_PROT_USER;
         if (b & 8)

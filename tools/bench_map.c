@@ -188,13 +188,13 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
     else
         printf("%-12s %-8s %-7s %10s %9s %9s %10s %5s %5s\n", "format", "op", "policy",
                "ns/4K-page", "tables", "min", "entries", "barr", "flush");
-    static const char *const fmts[] = {"x86-64",    "x86-64-la57", "arm64-4k",
-                                       "arm64-16k", "arm64-64k",   "arm64-s2-4k"};
+    static const char *const fmts[] = {"x86-64",   "x86-64-la57", "x86-ept",   "x86-npt",
+                                       "arm64-4k", "arm64-16k",   "arm64-64k", "arm64-s2-4k"};
     for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
         if (only && strcmp(only, fmts[f]) != 0)
             continue;
         const struct cli_pt_format *fmt = cli_pt_format(fmts[f]);
-        bool arm = fmt->cfg.format != MMP_PT_X86_64;
+        bool arm = fmt->cfg.format == MMP_PT_ARM64_S1 || fmt->cfg.format == MMP_PT_ARM64_S2;
         for (size_t p = 0; p < sizeof policies / sizeof policies[0]; p++) {
             if (policies[p].arm_only && !arm)
                 continue;
@@ -481,9 +481,9 @@ const struct cli_command cli_bench_map = {
         "       mmport bench map --pattern vmalloc [--flush syscall|noop] [--free-tables]\n"
         "                        [--format F] [--mode M] [--pages P] [--json]\n\n"
         "Default: maps --size bytes (1 GiB) in one call, re-protects and unmaps them, per\n"
-        "format (x86-64, x86-64-la57, arm64-4k, -16k, -64k, arm64-s2-4k) and leaf policy:\n"
-        "pages (no blocks, no contiguous runs), cont (runs, no blocks; arm64), blocks\n"
-        "(everything). ns_per_page is per 4 KiB of input address space, best of --reps\n"
+        "format (x86-64, x86-64-la57, x86-ept, x86-npt, arm64-4k, -16k, -64k, arm64-s2-4k)\n"
+        "and leaf policy: pages (no blocks, no contiguous runs), cont (runs, no blocks;\n"
+        "arm64), blocks (everything). ns_per_page is per 4 KiB of input address space, best of --reps\n"
         "fresh tables; table_pages is what the map left, table_pages_min the fewest\n"
         "the layout allows; entries/barriers/flushes are the mmp_pt_stats counters.\n"
         "Table pages come from a pre-faulted pool (a hypervisor's own allocator);\n"
