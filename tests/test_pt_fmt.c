@@ -15,37 +15,37 @@ START_TEST(geometry_per_config)
         int start;
         unsigned root_tables, sl0;
     } cases[] = {
-        {{MMP_PT_X86_64, 4096, 48, 0, 0, 0}, 0, 4, 4, 1, 0},
-        {{MMP_PT_X86_64, 4096, 57, 0, 0, 0}, 0, 5, 5, 1, 0},
-        {{MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0}, 0, 4, 0, 1, 0},
-        {{MMP_PT_ARM64_S1, 4096, 39, 0, 0, 0}, 0, 3, 1, 1, 0},
-        {{MMP_PT_ARM64_S1, 4096, 30, 0, 0, 0}, 0, 2, 2, 1, 0},
-        {{MMP_PT_ARM64_S1, 16384, 47, 0, 0, 0}, 0, 3, 1, 1, 0},
-        {{MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0}, 0, 4, 0, 1, 0},
-        {{MMP_PT_ARM64_S1, 65536, 42, 0, 0, 0}, 0, 2, 2, 1, 0},
-        {{MMP_PT_ARM64_S1, 65536, 48, 0, 0, 0}, 0, 3, 1, 1, 0},
+        {{MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0}, 0, 4, 4, 1, 0},
+        {{MMP_PT_X86_64, 4096, 57, 0, 0, 0, 0}, 0, 5, 5, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0}, 0, 4, 0, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 39, 0, 0, 0, 0}, 0, 3, 1, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 30, 0, 0, 0, 0}, 0, 2, 2, 1, 0},
+        {{MMP_PT_ARM64_S1, 16384, 47, 0, 0, 0, 0}, 0, 3, 1, 1, 0},
+        {{MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0, 0}, 0, 4, 0, 1, 0},
+        {{MMP_PT_ARM64_S1, 65536, 42, 0, 0, 0, 0}, 0, 2, 2, 1, 0},
+        {{MMP_PT_ARM64_S1, 65536, 48, 0, 0, 0, 0}, 0, 3, 1, 1, 0},
         /* Stage 2 (Arm ARM D8.2, VTCR_EL2): 40-bit IPA, 4K: level 1, 2 tables, SL0 = 1. */
-        {{MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0}, 0, 3, 1, 2, 1},
-        {{MMP_PT_ARM64_S2, 4096, 48, 0, 0, 0}, 0, 4, 0, 1, 2},
-        {{MMP_PT_ARM64_S2, 4096, 32, 0, 0, 0}, 0, 2, 2, 4, 0},
-        {{MMP_PT_ARM64_S2, 4096, 42, 0, 0, 0}, 0, 3, 1, 8, 1},
-        {{MMP_PT_ARM64_S2, 16384, 48, 0, 0, 0}, 0, 3, 1, 2, 2},
-        {{MMP_PT_ARM64_S2, 16384, 40, 0, 0, 0}, 0, 2, 2, 16, 1},
-        {{MMP_PT_ARM64_S2, 65536, 48, 0, 0, 0}, 0, 3, 1, 1, 2},
-        {{MMP_PT_ARM64_S2, 65536, 42, 0, 0, 0}, 0, 2, 2, 1, 1},
+        {{MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0}, 0, 3, 1, 2, 1},
+        {{MMP_PT_ARM64_S2, 4096, 48, 0, 0, 0, 0}, 0, 4, 0, 1, 2},
+        {{MMP_PT_ARM64_S2, 4096, 32, 0, 0, 0, 0}, 0, 2, 2, 4, 0},
+        {{MMP_PT_ARM64_S2, 4096, 42, 0, 0, 0, 0}, 0, 3, 1, 8, 1},
+        {{MMP_PT_ARM64_S2, 16384, 48, 0, 0, 0, 0}, 0, 3, 1, 2, 2},
+        {{MMP_PT_ARM64_S2, 16384, 40, 0, 0, 0, 0}, 0, 2, 2, 16, 1},
+        {{MMP_PT_ARM64_S2, 65536, 48, 0, 0, 0, 0}, 0, 3, 1, 1, 2},
+        {{MMP_PT_ARM64_S2, 65536, 42, 0, 0, 0, 0}, 0, 2, 2, 1, 1},
         /* bad configurations */
-        {{MMP_PT_X86_64, 4096, 52, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_X86_64, 16384, 48, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S1, 8192, 48, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S1, 4096, 49, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S1, 4096, 48, 52, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S1, 16384, 25, 0, 0, 0}, -MMP_ENOTSUP, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S2, 4096, 31, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{(enum mmp_pt_format)9, 4096, 48, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_X86_64, 4096, 48, 0, 0x100, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_X86_64, 4096, 48, 0, 0, 9}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_X86_64, 4096, 48, 0, MMP_PT_EL2, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S2, 4096, 40, 0, MMP_PT_EL2, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_X86_64, 4096, 52, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_X86_64, 16384, 48, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 8192, 48, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 4096, 49, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 4096, 48, 50, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 16384, 25, 0, 0, 0, 0}, -MMP_ENOTSUP, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S2, 4096, 31, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{(enum mmp_pt_format)9, 4096, 48, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_X86_64, 4096, 48, 0, 0x100, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_X86_64, 4096, 48, 0, 0, 9, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_X86_64, 4096, 48, 0, MMP_PT_EL2, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S2, 4096, 40, 0, MMP_PT_EL2, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct tenv *e = calloc(1, sizeof *e);
@@ -93,12 +93,12 @@ START_TEST(leaf_and_run_sizes)
         struct mmp_pt_config c;
         uint64_t blocks, conts;
     } cases[] = {
-        {{MMP_PT_X86_64, 4096, 48, 0, 0, 0}, (1ull << 12) | (1ull << 21) | (1ull << 30), 0},
-        {{MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0}, (1ull << 12) | (1ull << 21) | (1ull << 30),
+        {{MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0}, (1ull << 12) | (1ull << 21) | (1ull << 30), 0},
+        {{MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0}, (1ull << 12) | (1ull << 21) | (1ull << 30),
          (1ull << 16) | (1ull << 25)},
-        {{MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0}, (1ull << 14) | (1ull << 25),
+        {{MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0, 0}, (1ull << 14) | (1ull << 25),
          (1ull << 21) | (1ull << 30)},
-        {{MMP_PT_ARM64_S1, 65536, 48, 0, 0, 0}, (1ull << 16) | (1ull << 29),
+        {{MMP_PT_ARM64_S1, 65536, 48, 0, 0, 0, 0}, (1ull << 16) | (1ull << 29),
          (1ull << 21) | (1ull << 34)},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -184,7 +184,7 @@ START_TEST(arm64_descriptor_bits)
     tenv_free(e);
 
     /* Single-range EL2 regime: AP[1] RES1, XN in bit 54, no nG, no PXN. */
-    struct mmp_pt_config el2 = {MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_EL2, 0};
+    struct mmp_pt_config el2 = {MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_EL2, 0, 0};
     e = tenv_new(&el2);
     d = desc_of(e, 0x1000, pa, 4096, RW);
     ck_assert_uint_eq(d, pa | 3 | (1u << 6) | (3u << 8) | (1u << 10) | (1ull << 54));

@@ -377,7 +377,7 @@ static struct vres vmalloc_run(const struct mmp_pt_config *cfg0, unsigned p, int
 static int bench_vmalloc(const char *only, bool sysf, int reps, bool json)
 {
     static const char *const fmts[] = {"x86-64", "arm64-4k"};
-    static const unsigned ps[] = {1, 4, 16, 64, 256, 512};
+    static const unsigned ps[] = {1, 4, 16, 64, 256, 512, 0};
     bool first = true;
     if (json)
         printf("[");

@@ -39,7 +39,7 @@ void demo_layout_arm64(struct demo_layout *l, uint64_t host, uint64_t ram_len)
     *l = (struct demo_layout){
         .title = "arm64 stage 2 (VTTBR_EL2), 4K granule, 40-bit IPA",
         .format = "arm64-s2-4k",
-        .cfg = {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0},
+        .cfg = {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0},
     };
     device(l, "gic-dist", 0x08000000, 64 * KiB);
     device(l, "gic-redist", 0x080a0000, 0xf60000);
@@ -63,7 +63,7 @@ void demo_layout_x86(struct demo_layout *l, uint64_t host, uint64_t ram_len)
     *l = (struct demo_layout){
         .title = "x86-64, 4-level, 48-bit (guest-physical -> host in the x86-64 format; EPT is a later format)",
         .format = "x86-64",
-        .cfg = {MMP_PT_X86_64, 4096, 48, 0, 0, 0},
+        .cfg = {MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0},
     };
     uint64_t low = ram_len < X86_HOLE ? ram_len : X86_HOLE;
     add(l, "ram-640k", 0, 640 * KiB, host, RWX, true);

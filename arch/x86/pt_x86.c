@@ -34,7 +34,7 @@
 
 static int x86_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 {
-    if (cfg->granule != 4096 || (cfg->flags & MMP_PT_EL2))
+    if (cfg->granule != 4096 || (cfg->flags & (MMP_PT_EL2 | MMP_PT_S2FWB)))
         return -MMP_EINVAL;
     if (cfg->va_bits != 48 && cfg->va_bits != 57)
         return -MMP_EINVAL;
@@ -57,6 +57,7 @@ static int x86_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
     g->tbl_oa_mask = mmp_core_pt_bits(51, 12);
     g->root_bytes = 4096;
     g->root_tables = 1;
+    g->id_max = 0xfff; /* PCID, CR3 bits 11:0 */
     for (unsigned d = 0; d < nlev; d++) {
         unsigned level = nlev - d; /* 5/4 .. 1 */
         g->shift[d] = (uint8_t)(12 + 9 * (level - 1));
@@ -143,6 +144,17 @@ static bool x86_needs_bbm(uint32_t a, uint32_t b)
     return false;
 }
 
+/* CR3 with CR4.PCIDE = 1: table address, PCID in bits 11:0 (Intel SDM
+ * Vol. 3A 4.5.2, table 4-13); no TCR or MAIR on x86. */
+static void x86_regs(const struct mmp_pt_geom *g, uint64_t root_pa, uint16_t id,
+                     struct mmp_pt_regs *out)
+{
+    (void)g;
+    out->root = root_pa | id;
+    out->tcr = 0;
+    out->mair = 0;
+}
+
 const struct mmp_pt_fmt mmp_core_pt_fmt_x86_64 = {
     .format = MMP_PT_X86_64,
     .setup = x86_setup,
@@ -150,4 +162,5 @@ const struct mmp_pt_fmt mmp_core_pt_fmt_x86_64 = {
     .attrs = x86_attrs,
     .child = x86_child,
     .needs_bbm = x86_needs_bbm,
+    .regs = x86_regs,
 };
