@@ -75,7 +75,7 @@ static void free_tree(struct pt *pt, uint64_t *t, unsigned d)
             if (pt_kind(&pt->g, d, e) == PT_TABLE) {
                 uint64_t *c = pt_child(pt, e);
                 free_tree(pt, c, d + 1);
-                pt->ops.free_table(pt->ops.ctx, c, e & pt->g.tbl_oa_mask,
+                pt->ops.free_table(pt->ops.ctx, c, pt_tbl_oa(&pt->g, e),
                                    (size_t)1 << pt->g.granule_shift);
             }
         }
@@ -142,7 +142,7 @@ int mmp_pt_lookup(const struct mmp_pt *p, uint64_t va, struct mmp_pt_leaf *out)
         default: {
             uint64_t sz = (uint64_t)1 << g->shift[d];
             out->va = va & ~(sz - 1);
-            out->pa = e & g->oa_mask[d];
+            out->pa = pt_oa(g, d, e);
             out->size = sz;
             out->attrs = g->fmt->attrs(g, d, e);
             out->level = (uint8_t)(g->first_level + g->level_step * (int)d);
@@ -178,7 +178,7 @@ static int walk_tbl(struct walk_ctx *w, unsigned d, const uint64_t *t, uint64_t 
         } else if (k == PT_LEAF) {
             struct mmp_pt_leaf l;
             l.va = va & ~(sz - 1);
-            l.pa = e & g->oa_mask[d];
+            l.pa = pt_oa(g, d, e);
             l.size = sz;
             l.attrs = g->fmt->attrs(g, d, e);
             l.level = (uint8_t)(g->first_level + g->level_step * (int)d);

@@ -211,7 +211,7 @@ static void defer_tree(struct pt_op *o, unsigned d, uint64_t *t, uint64_t pa)
         for (size_t i = 0; i < pt_nent(g, d); i++) {
             uint64_t e = pt_ld(&t[i]);
             if (pt_kind(g, d, e) == PT_TABLE)
-                defer_tree(o, d + 1, pt_child(o->pt, e), e & g->tbl_oa_mask);
+                defer_tree(o, d + 1, pt_child(o->pt, e), pt_tbl_oa(g, e));
         }
 #if MMP_TEST_PLANT == 1 /* planted bug for the checks' own test: leak one table */
     static int leaked;
@@ -236,10 +236,10 @@ static void link_table(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uin
 {
     (void)d;
     if (priv) {
-        pt_st(&t[i], o->g->tbl_tmpl | pa);
+        pt_st(&t[i], o->g->tbl_tmpl | pt_oa_enc(o->g, pa));
     } else {
         mmp_arch_pt_publish();
-        pt_st_release(&t[i], o->g->tbl_tmpl | pa);
+        pt_st_release(&t[i], o->g->tbl_tmpl | pt_oa_enc(o->g, pa));
     }
     wrote(o, 1, priv);
 }
@@ -273,11 +273,11 @@ static void unfold_run(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uin
     uint64_t sz = slot_size(g, d), va_lo = va_i - (uint64_t)(i - lo) * sz;
     uint64_t e = pt_ld(&t[i]);
     uint64_t tm = e & ~g->oa_mask[d] & ~g->cont_bit;
-    uint64_t pa_lo = (e & g->oa_mask[d]) - (uint64_t)(i - lo) * sz;
+    uint64_t pa_lo = pt_oa(g, d, e) - (uint64_t)(i - lo) * sz;
     break_entries(o, d, t, lo, R, va_lo, priv);
     for (unsigned k = lo; k < lo + R; k++)
         if (k != i || keep_i)
-            pt_st(&t[k], tm | (pa_lo + (uint64_t)(k - lo) * sz));
+            pt_st(&t[k], tm | pt_oa_enc(g, pa_lo + (uint64_t)(k - lo) * sz));
     wrote(o, R - (keep_i ? 0 : 1), priv);
     if (!priv && !g->bbm)
         mmp_core_pt_flush_add(o->pt, va_lo, va_lo + R * sz - 1, MMP_FLUSH_LEAF);
@@ -295,12 +295,12 @@ static void split(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uint64_t
     uint64_t sz = slot_size(g, d), csz = slot_size(g, d + 1), base = va & ~(sz - 1);
     uint64_t cpa;
     uint64_t *c = take(o, &cpa);
-    uint64_t ctm = g->fmt->child(g, d, e), pa0 = e & g->oa_mask[d];
+    uint64_t ctm = g->fmt->child(g, d, e), pa0 = pt_oa(g, d, e);
     if (g->cont[d + 1] && !(o->pt->cfg_flags & MMP_PT_NO_CONT))
         ctm |= g->cont_bit; /* a block is aligned to every run below it */
     size_t n = pt_nent(g, d + 1);
     for (size_t k = 0; k < n; k++)
-        c[k] = ctm | (pa0 + k * csz);
+        c[k] = ctm | pt_oa_enc(g, pa0 + k * csz);
     o->pt->st.entries_written += n;
     uint64_t w0 = o->pt->st.entries_written;
     if (o->kind == OP_MAP)
@@ -336,7 +336,7 @@ static bool run_matches(const struct pt_op *o, unsigned d, const uint64_t *t, un
     for (unsigned k = k0; k <= k1; k++, pa0 += sz) {
         uint64_t e = pt_ld(&t[k]);
         if (pt_kind(g, d, e) != PT_LEAF || (e & g->cont_bit) ||
-            (e & g->oa_mask[d]) != pa0 || (e & m) != (tm & m))
+            pt_oa(g, d, e) != pa0 || (e & m) != (tm & m))
             return false;
     }
     return true;
@@ -384,7 +384,7 @@ static void replace_prepare(struct pt_op *o, unsigned d, uint64_t *t, unsigned a
         }
         if (kind == PT_TABLE) {
             flags = 0;
-            defer_tree(o, d + 1, pt_child(o->pt, e), e & g->tbl_oa_mask);
+            defer_tree(o, d + 1, pt_child(o->pt, e), pt_tbl_oa(g, e));
         }
     }
     if (!any)
@@ -435,7 +435,9 @@ static void map_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
     unsigned k = lo;
     while (k <= hi) {
         if (R > 1 && !(k & (R - 1)) && k + R - 1 <= hi) {
-            uint64_t v = tm | cont | pa;
+            /* A run is aligned to its size: its addresses never carry
+             * into a moved OA field (pt_oa_enc). */
+            uint64_t v = tm | cont | pt_oa_enc(g, pa);
             for (unsigned m = 0; m < R; m++, v += sz)
                 pt_st(&t[k + m], v);
             pa += (uint64_t)R * sz;
@@ -443,10 +445,10 @@ static void map_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
 #if MMP_TEST_PLANT == 2 /* planted bug: a contiguous run one entry short */
         } else if (R > 1 && !(k & (R - 1)) && k + R - 2 == hi) {
             for (; k <= hi; k++, pa += sz)
-                pt_st(&t[k], tm | cont | pa);
+                pt_st(&t[k], tm | cont | pt_oa_enc(g, pa));
 #endif
         } else {
-            pt_st(&t[k], tm | pa);
+            pt_st(&t[k], tm | pt_oa_enc(g, pa));
             pa += sz;
             k++;
         }
@@ -468,11 +470,11 @@ static void try_collapse(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, u
     uint64_t pa = base + o->delta, csz = slot_size(g, d + 1);
     uint64_t m = ~g->oa_mask[d + 1] & ~g->cont_bit & ~g->ign_mask;
     uint64_t tm = o->tmpl[d + 1] & m, lst = pt_ld(&c[n - 1]);
-    if (pt_kind(g, d + 1, lst) != PT_LEAF || (lst & g->oa_mask[d + 1]) != pa + (n - 1) * csz)
+    if (pt_kind(g, d + 1, lst) != PT_LEAF || pt_oa(g, d + 1, lst) != pa + (n - 1) * csz)
         return; /* the common case: not complete */
     for (unsigned k = 0; k < n; k++) {
         uint64_t x = pt_ld(&c[k]);
-        if (pt_kind(g, d + 1, x) != PT_LEAF || (x & g->oa_mask[d + 1]) != pa + k * csz ||
+        if (pt_kind(g, d + 1, x) != PT_LEAF || pt_oa(g, d + 1, x) != pa + k * csz ||
             (x & m) != tm)
             return;
     }
@@ -484,16 +486,16 @@ static void try_collapse(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, u
     } else if (!priv) {
         mmp_core_pt_flush_add(o->pt, base, base + sz - 1, 0);
     }
-    pt_st(&t[i], o->tmpl[d] | pa);
+    pt_st(&t[i], o->tmpl[d] | pt_oa_enc(g, pa));
     wrote(o, 1, priv);
     /* x86: same translation, so the block goes in with one store (Intel
      * allows a size-only change); but a stale PDE cache may still walk c
      * until the flush and must find its valid entries: keep c untouched
      * (no free-list link written into it). */
     if (!priv && !g->bbm)
-        mmp_core_pt_defer_keep(o->pt, c, e & g->tbl_oa_mask);
+        mmp_core_pt_defer_keep(o->pt, c, pt_tbl_oa(g, e));
     else
-        mmp_core_pt_defer_free(o->pt, c, e & g->tbl_oa_mask);
+        mmp_core_pt_defer_free(o->pt, c, pt_tbl_oa(g, e));
     /* The new block may complete a contiguous run of blocks. */
     unsigned R = run_len(o, d);
     if (R > 1) {
@@ -502,7 +504,8 @@ static void try_collapse(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, u
         if (run_matches(o, d, t, ra, ra + R - 1, va_ra + o->delta, o->tmpl[d])) {
             break_entries(o, d, t, ra, R, va_ra, priv);
             for (unsigned k = ra; k < ra + R; k++)
-                pt_st(&t[k], o->tmpl[d] | g->cont_bit | (va_ra + o->delta + (k - ra) * sz));
+                pt_st(&t[k], o->tmpl[d] | g->cont_bit |
+                                 pt_oa_enc(g, va_ra + o->delta + (k - ra) * sz));
             wrote(o, R, priv);
         }
     }
@@ -665,7 +668,7 @@ static void chg_tbl(struct pt_op *o, unsigned d, uint64_t *t, uint64_t va, uint6
                 /* Unlink; the pages go after the flush that covers them. */
                 pt_st(&t[i], 0);
                 wrote(o, 1, priv);
-                defer_tree(o, d + 1, c, e & g->tbl_oa_mask);
+                defer_tree(o, d + 1, c, pt_tbl_oa(g, e));
                 mmp_core_pt_flush_add(o->pt, base, base + sz - 1, 0);
             }
         } else if (k == PT_LEAF && !full) {
