@@ -33,6 +33,40 @@ START_TEST(geometry_per_config)
         {{MMP_PT_ARM64_S2, 16384, 40, 0, 0, 0, 0}, 0, 2, 2, 16, 1},
         {{MMP_PT_ARM64_S2, 65536, 48, 0, 0, 0, 0}, 0, 3, 1, 1, 2},
         {{MMP_PT_ARM64_S2, 65536, 42, 0, 0, 0, 0}, 0, 2, 2, 1, 1},
+        /* 52-bit layouts (Arm ARM D8.2.8-D8.2.10) */
+        /* Stage 1, 4K + DS: level -1 for 49..52-bit VAs (table D8-18). */
+        {{MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0}, 0, 5, -1, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 49, 52, 0, 0, 0}, 0, 5, -1, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 48, 52, 0, 0, 0}, 0, 4, 0, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 39, 52, 0, 0, 0}, 0, 3, 1, 1, 0},
+        /* 16K + DS: level 0 indexes IA[51:47] (table D8-26). */
+        {{MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0}, 0, 4, 0, 1, 0},
+        /* 64K: 52-bit VA with FEAT_LVA, any PA size; level 1 IA[51:42]. */
+        {{MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0}, 0, 3, 1, 1, 0},
+        {{MMP_PT_ARM64_S1, 65536, 52, 48, 0, 0, 0}, 0, 3, 1, 1, 0},
+        {{MMP_PT_ARM64_S1, 65536, 48, 52, 0, 0, 0}, 0, 3, 1, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 52, 52, MMP_PT_EL2, 0, 0}, 0, 5, -1, 1, 0},
+        /* Stage 2, 4K 52-bit IPA: level 0 with 16 tables, SL0 = 2 (table D8-21). */
+        {{MMP_PT_ARM64_S2, 4096, 52, 52, 0, 0, 0}, 0, 4, 0, 16, 2},
+        {{MMP_PT_ARM64_S2, 4096, 49, 52, 0, 0, 0}, 0, 4, 0, 2, 2},
+        /* 16K 52-bit IPA: level 0, 32 entries, SL0 = 3 (tables D8-29/30). */
+        {{MMP_PT_ARM64_S2, 16384, 52, 52, 0, 0, 0}, 0, 4, 0, 1, 3},
+        /* 64K 52-bit IPA: level 1, 1024 entries, SL0 = 2. */
+        {{MMP_PT_ARM64_S2, 65536, 52, 52, 0, 0, 0}, 0, 3, 1, 1, 2},
+        /* Refused: no 52-bit VA without DS on 4K/16K, no 49-51 PA sizes,
+         * no IPA wider than 48 bits without a 52-bit PA, no 52-bit
+         * stage-2 IPA on 64K without FEAT_LPA. */
+        {{MMP_PT_ARM64_S1, 4096, 52, 48, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 16384, 49, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 4096, 53, 52, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 4096, 48, 51, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 65536, 48, 49, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S2, 4096, 49, 48, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S2, 65536, 52, 48, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S2, 65536, 52, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        /* FWB is a stage-2 flag. */
+        {{MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_S2FWB, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_X86_64, 4096, 48, 0, MMP_PT_S2FWB, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
         /* bad configurations */
         {{MMP_PT_X86_64, 4096, 52, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
         {{MMP_PT_X86_64, 16384, 48, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
