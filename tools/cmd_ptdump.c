@@ -125,7 +125,9 @@ const struct cli_command cli_cmd_ptdump = {
              "attributes), then the totals: pages, contiguous runs, blocks, table pages.\n\n"
              "  --format F   x86-64, x86-64-la57, arm64-4k (default), arm64-16k, arm64-64k,\n"
              "               arm64-el2-4k (single-range EL2), arm64-s2-4k (40-bit IPA),\n"
-             "               arm64-s2-16k, arm64-s2-64k\n"
+             "               arm64-s2-16k, arm64-s2-64k; 52-bit VA and PA (FEAT_LPA2 /\n"
+             "               FEAT_LPA): arm64-4k-lpa2, arm64-16k-lpa2, arm64-64k-lpa,\n"
+             "               arm64-s2-4k-lpa2, arm64-s2-16k-lpa2, arm64-s2-64k-lpa\n"
              "  --map        sizes take K/M/G suffixes; ATTRS: letters r w x u g and a\n"
              "               memory type wb (default), nc or device, comma separated,\n"
              "               e.g. 0x40000000:0x80000000:2M:rw,device\n",

@@ -22,6 +22,12 @@ static const struct cli_pt_format cli_pt_formats[] = {
     {"arm64-s2-4k", {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0}},
     {"arm64-s2-16k", {MMP_PT_ARM64_S2, 16384, 48, 0, 0, 0, 0}},
     {"arm64-s2-64k", {MMP_PT_ARM64_S2, 65536, 48, 0, 0, 0, 0}},
+    {"arm64-4k-lpa2", {MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0}},
+    {"arm64-16k-lpa2", {MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0}},
+    {"arm64-64k-lpa", {MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0}},
+    {"arm64-s2-4k-lpa2", {MMP_PT_ARM64_S2, 4096, 52, 52, 0, 0, 0}},
+    {"arm64-s2-16k-lpa2", {MMP_PT_ARM64_S2, 16384, 52, 52, 0, 0, 0}},
+    {"arm64-s2-64k-lpa", {MMP_PT_ARM64_S2, 65536, 52, 52, 0, 0, 0}},
 };
 #define CLI_PT_NFORMATS (sizeof cli_pt_formats / sizeof cli_pt_formats[0])
 
