@@ -40,7 +40,8 @@ run() {
     log=$out/logs/run-$label.log
     timeout 60 "$@" > "$log" 2>&1 < /dev/null
     rc=$?
-    tr -d '\r' < "$log" | grep -E '^(PASS|FAIL|SKIP): ' | sed "s|^\([A-Z]*\): |\1: $label: |"
+    tr -d '\r' < "$log" | grep -E '^(PASS|FAIL|SKIP): |^note: [0-9]+ translations compared' |
+        sed "s|^\([A-Za-z]*\): |\1: $label: |"
     np=$(grep -c '^PASS: ' "$log") nf=$(grep -c '^FAIL: ' "$log") ns=$(grep -c '^SKIP: ' "$log")
     p=$((p + np)) f=$((f + nf)) s=$((s + ns))
     if [ "$rc" != "$okrc" ] || ! grep -q '^RESULT: ' "$log"; then
