@@ -275,9 +275,10 @@ static void unfold_run(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uin
     uint64_t tm = e & ~g->oa_mask[d] & ~g->cont_bit;
     uint64_t pa_lo = pt_oa(g, d, e) - (uint64_t)(i - lo) * sz;
     break_entries(o, d, t, lo, R, va_lo, priv);
+    uint64_t v = tm | pt_oa_enc(g, pa_lo); /* a run never crosses pt_oa_wrap */
     for (unsigned k = lo; k < lo + R; k++)
         if (k != i || keep_i)
-            pt_st(&t[k], tm | pt_oa_enc(g, pa_lo + (uint64_t)(k - lo) * sz));
+            pt_st(&t[k], v + (uint64_t)(k - lo) * sz);
     wrote(o, R - (keep_i ? 0 : 1), priv);
     if (!priv && !g->bbm)
         mmp_core_pt_flush_add(o->pt, va_lo, va_lo + R * sz - 1, MMP_FLUSH_LEAF);
@@ -299,8 +300,9 @@ static void split(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uint64_t
     if (g->cont[d + 1] && !(o->pt->cfg_flags & MMP_PT_NO_CONT))
         ctm |= g->cont_bit; /* a block is aligned to every run below it */
     size_t n = pt_nent(g, d + 1);
+    uint64_t v = ctm | pt_oa_enc(g, pa0); /* a block never crosses pt_oa_wrap */
     for (size_t k = 0; k < n; k++)
-        c[k] = ctm | pt_oa_enc(g, pa0 + k * csz);
+        c[k] = v + k * csz;
     o->pt->st.entries_written += n;
     uint64_t w0 = o->pt->st.entries_written;
     if (o->kind == OP_MAP)
@@ -432,26 +434,30 @@ static void map_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
         }
     }
     uint64_t pa = pa_a - (uint64_t)(a - lo) * sz, cont = g->cont_bit;
+    /* v: the descriptor for pa. It steps by sz like pa, except where pa
+     * crosses into a moved OA field (pt_oa_wrap): then it is re-encoded. */
+    uint64_t wrap = pt_oa_wrap(g), v = tm | pt_oa_enc(g, pa);
     unsigned k = lo;
     while (k <= hi) {
         if (R > 1 && !(k & (R - 1)) && k + R - 1 <= hi) {
-            /* A run is aligned to its size: its addresses never carry
-             * into a moved OA field (pt_oa_enc). */
-            uint64_t v = tm | cont | pt_oa_enc(g, pa);
+            /* A run is aligned to its size: it never crosses such a point. */
             for (unsigned m = 0; m < R; m++, v += sz)
-                pt_st(&t[k + m], v);
+                pt_st(&t[k + m], v | cont);
             pa += (uint64_t)R * sz;
             k += R;
 #if MMP_TEST_PLANT == 2 /* planted bug: a contiguous run one entry short */
         } else if (R > 1 && !(k & (R - 1)) && k + R - 2 == hi) {
-            for (; k <= hi; k++, pa += sz)
-                pt_st(&t[k], tm | cont | pt_oa_enc(g, pa));
+            for (; k <= hi; k++, pa += sz, v += sz)
+                pt_st(&t[k], v | cont);
 #endif
         } else {
-            pt_st(&t[k], tm | pt_oa_enc(g, pa));
+            pt_st(&t[k], v);
             pa += sz;
+            v += sz;
             k++;
         }
+        if (!(pa & wrap))
+            v = tm | pt_oa_enc(g, pa);
     }
     wrote(o, hi - lo + 1, priv);
 }

@@ -143,6 +143,13 @@ static inline uint64_t pt_oa_enc(const struct mmp_pt_geom *g, uint64_t pa)
 {
     return mmp_core_pt_oa_enc(g, pa);
 }
+/* pa & wrap == 0 where adding to an encoded address stops being adding to
+ * pa (the lowest moved OA bit; ~0 for formats without a moved field). */
+static inline uint64_t pt_oa_wrap(const struct mmp_pt_geom *g)
+{
+    uint64_t m = g->oa_field << g->oa_shift;
+    return (m & (0 - m)) - 1;
+}
 
 static inline uint64_t *pt_child(const struct pt *pt, uint64_t e)
 {
