@@ -105,9 +105,30 @@ static inline int pt_kind(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
     return (e & g->tbl_mask[d]) == g->tbl_val[d] ? PT_TABLE : PT_LEAF;
 }
 
+/* Output addresses in and out of descriptors (most formats: a mask). */
+static inline uint64_t pt_oa(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+{
+    return mmp_core_pt_oa_dec(g, e, g->oa_mask[d]);
+}
+static inline uint64_t pt_tbl_oa(const struct mmp_pt_geom *g, uint64_t e)
+{
+    return mmp_core_pt_oa_dec(g, e, g->tbl_oa_mask);
+}
+static inline uint64_t pt_oa_enc(const struct mmp_pt_geom *g, uint64_t pa)
+{
+    return mmp_core_pt_oa_enc(g, pa);
+}
+/* pa & wrap == 0 where adding to an encoded address stops being adding to
+ * pa (the lowest moved OA bit; ~0 for formats without a moved field). */
+static inline uint64_t pt_oa_wrap(const struct mmp_pt_geom *g)
+{
+    uint64_t m = g->oa_field << g->oa_shift;
+    return (m & (0 - m)) - 1;
+}
+
 static inline uint64_t *pt_child(const struct pt *pt, uint64_t e)
 {
-    return (uint64_t *)pt_p2v(pt, e & pt->g.tbl_oa_mask);
+    return (uint64_t *)pt_p2v(pt, pt_tbl_oa(&pt->g, e));
 }
 
 static inline unsigned pt_idx(const struct mmp_pt_geom *g, unsigned d, uint64_t va)

@@ -251,7 +251,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 2)
         return 0;
     const struct fcfg *fc = &cfgs[data[0] % NCFGS];
-    struct mmp_pt_config cfg = {fc->format, fc->granule, fc->va_bits, 0, data[1] & 7, 0};
+    struct mmp_pt_config cfg = {fc->format, fc->granule, fc->va_bits, 0, data[1] & 7, 0, 0};
     struct env e = {0};
     struct mmp_pt_ops ops = {f_alloc, f_free, NULL, f_flush, &e};
     struct mmp_pt pt;

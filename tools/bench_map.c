@@ -188,8 +188,10 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
     else
         printf("%-12s %-8s %-7s %10s %9s %9s %10s %5s %5s\n", "format", "op", "policy",
                "ns/4K-page", "tables", "min", "entries", "barr", "flush");
-    static const char *const fmts[] = {"x86-64",   "x86-64-la57", "x86-ept",   "x86-npt",
-                                       "arm64-4k", "arm64-16k",   "arm64-64k", "arm64-s2-4k"};
+    static const char *const fmts[] = {"x86-64",        "x86-64-la57",    "x86-ept",
+                                       "x86-npt",       "arm64-4k",       "arm64-16k",
+                                       "arm64-64k",     "arm64-s2-4k",    "arm64-4k-lpa2",
+                                       "arm64-16k-lpa2", "arm64-64k-lpa"};
     for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
         if (only && strcmp(only, fmts[f]) != 0)
             continue;
@@ -207,7 +209,9 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
                     return cli_error("bench map", "cannot create a %s table", fmts[f]);
                 struct mmp_pt_info inf;
                 mmp_pt_info(&pt, &inf);
-                uint64_t va = 1ull << 30, pa = 4ull << 30;
+                /* 52-bit layouts: output addresses with the moved OA bits set. */
+                uint64_t va = 1ull << 30;
+                uint64_t pa = fmt->cfg.pa_bits == 52 ? 0xc000100000000ull : 4ull << 30;
                 const char *opn[3] = {"map", "protect", "unmap"};
                 for (int op = 0; op < 3; op++) {
                     struct mmp_pt_stats s0, s1;
@@ -363,7 +367,7 @@ static struct vres vmalloc_run(const struct mmp_pt_config *cfg0, unsigned p, int
 static int bench_vmalloc(const char *only, bool sysf, int reps, bool json)
 {
     static const char *const fmts[] = {"x86-64", "arm64-4k"};
-    static const unsigned ps[] = {1, 4, 16, 64, 256, 512};
+    static const unsigned ps[] = {1, 4, 16, 64, 256, 512, 0};
     bool first = true;
     if (json)
         printf("[");
@@ -481,9 +485,10 @@ const struct cli_command cli_bench_map = {
         "       mmport bench map --pattern vmalloc [--flush syscall|noop] [--free-tables]\n"
         "                        [--format F] [--mode M] [--pages P] [--json]\n\n"
         "Default: maps --size bytes (1 GiB) in one call, re-protects and unmaps them, per\n"
-        "format (x86-64, x86-64-la57, x86-ept, x86-npt, arm64-4k, -16k, -64k, arm64-s2-4k)\n"
-        "and leaf policy: pages (no blocks, no contiguous runs), cont (runs, no blocks;\n"
-        "arm64), blocks (everything). ns_per_page is per 4 KiB of input address space, best of --reps\n"
+        "format (x86-64, x86-64-la57, x86-ept, x86-npt, arm64-4k, -16k, -64k, arm64-s2-4k,\n"
+        "the 52-bit arm64-4k-lpa2, -16k-lpa2, -64k-lpa with output addresses above 2^50)\n"
+        "and policy: pages (no blocks, no contiguous runs), cont (runs, no blocks; arm64),\n"
+        "blocks (everything). ns_per_page is per 4 KiB of input address space, best of --reps\n"
         "fresh tables; table_pages is what the map left, table_pages_min the fewest\n"
         "the layout allows; entries/barriers/flushes are the mmp_pt_stats counters.\n"
         "Table pages come from a pre-faulted pool (a hypervisor's own allocator);\n"
