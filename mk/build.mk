@@ -58,7 +58,9 @@ $(B)/gen/commands.h: $(TOOL_SRC) mk/build.mk
 	@for f in $(filter tools/bench_%.c,$(TOOL_SRC)); do \
 	  n=$${f#tools/bench_}; echo "BENCH($${n%.c})"; done >> $@
 
-$(B)/obj/%.o: %.c $(AO_INC)/atomic_ops.h $(B)/gen/suites.h $(B)/gen/commands.h
+# Order-only: the objects that include a generated list depend on it
+# through their .d files, so a tools/ edit rebuilds those, not everything.
+$(B)/obj/%.o: %.c | $(AO_INC)/atomic_ops.h $(B)/gen/suites.h $(B)/gen/commands.h
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 

@@ -176,33 +176,49 @@ static int run(int argc, char **argv)
     unsigned long long sizes[MAXS] = {4ull << 10, 2ull << 20, 32ull << 20, 256ull << 20,
                                       1ull << 30};
     size_t ns = 5;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i]))
-            return fputs(usage, stdout), 0;
-        if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if (strcmp(argv[i], "--quick") == 0) {
-            reps = 2;
-        } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-            reps = (unsigned)strtoul(argv[++i], NULL, 10);
-            if (!reps || reps > 100)
-                return cli_usage_error("bench clear", "--reps wants 1..100");
-        } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
-            char *list = argv[++i], *save = NULL;
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"quick", no_argument, NULL, 'q'},
+        {"reps", required_argument, NULL, 'r'},
+        {"sizes", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    static const char cmd[] = "bench clear";
+    int c;
+    unsigned long long v;
+    cli_getopt_start();
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': return fputs(usage, stdout), 0;
+        case 'j': json = true; break;
+        case 'q': reps = 2; break;
+        case 'r':
+            if (!cli_parse_size(optarg, &v) || !v || v > 100)
+                return cli_usage_error(cmd, "--reps '%s': want 1..100", optarg);
+            reps = (unsigned)v;
+            break;
+        case 's': {
+            char *save = NULL;
             ns = 0;
-            for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                if (ns == MAXS || !cli_parse_size(t, &sizes[ns]) || !sizes[ns] ||
-                    sizes[ns] % MMP_PAGE_SIZE)
-                    return cli_usage_error("bench clear", "bad size '%s' (4 KiB multiples)",
-                                           t);
+            for (char *t = strtok_r(optarg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (ns == MAXS)
+                    return cli_usage_error(cmd, "--sizes: more than %d sizes", MAXS);
+                if (!cli_parse_size(t, &sizes[ns]))
+                    return cli_usage_error(cmd, "--sizes: '%s' is not a size (e.g. 2M)", t);
+                if (!sizes[ns] || sizes[ns] % MMP_PAGE_SIZE)
+                    return cli_usage_error(cmd, "--sizes: '%s' is not a multiple of 4K", t);
                 ns++;
             }
             if (!ns)
-                return cli_usage_error("bench clear", "--sizes wants a list");
-        } else {
-            return cli_usage_error("bench clear", "unknown option '%s'", argv[i]);
+                return cli_usage_error(cmd, "--sizes: empty list");
+            break;
+        }
+        default: return cli_opt_error(cmd, c, argv, longopts);
         }
     }
+    if ((c = cli_no_operands(cmd, argc, argv)))
+        return c;
 
     struct mmp_clear_policy pol;
     mmp_clear_policy(&pol);
@@ -267,33 +283,49 @@ static int run(int argc, char **argv)
         rout = stderr;
     } else {
         const struct mmp_cpu_features *f = mmp_cpu_features();
-        printf("mmport bench clear: %s family 0x%x model 0x%x, LLC %llu KiB; policy hot=%s "
-               "cold=%s cold_min=%llu KiB%s%s\n",
+        printf("mmport bench clear: %s family 0x%x model 0x%x, LLC %llu KiB\n"
+               "policy hot=%s cold=%s cold_min=%llu KiB%s%s\n",
                f->vendor, f->family, f->model, (unsigned long long)f->llc_bytes >> 10, pol.hot,
                pol.cold, (unsigned long long)pol.cold_min >> 10, pol.quirk ? " quirk=" : "",
                pol.quirk ? pol.quirk : "");
         printf("best of %u after a warm-up, GB/s (1e9 bytes/s)\n\n", reps);
-        printf("%-10s", "size");
-        for (size_t i = 0; i < nm; i++)
-            printf(" %10s", methods[i].name);
-        if (cpus > 1)
-            printf(" %7s x%u", "auto", cpus);
-        printf("\n");
-        for (size_t s = 0; s < ns; s++) {
-            char label[32];
-            if (sizes[s] >= (1ull << 30) && sizes[s] % (1ull << 30) == 0)
-                snprintf(label, sizeof label, "%lluG", sizes[s] >> 30);
-            else if (sizes[s] >= (1ull << 20) && sizes[s] % (1ull << 20) == 0)
-                snprintf(label, sizeof label, "%lluM", sizes[s] >> 20);
-            else
-                snprintf(label, sizeof label, "%lluK", sizes[s] >> 10);
-            printf("%-10s", label);
-            for (size_t i = 0; i < nm; i++)
-                printf(" %10.2f", find(res, nr, sizes[s], methods[i].name, 1));
-            double mt = find(res, nr, sizes[s], "auto", cpus);
-            if (cpus > 1 && mt > 0)
-                printf(" %10.2f", mt);
+        /* One row per method, one column per size: 9 sizes per block keep
+         * the table within 100 columns. */
+        enum { COLS = 9 };
+        for (size_t s0 = 0; s0 < ns; s0 += COLS) {
+            size_t s1 = s0 + COLS < ns ? s0 + COLS : ns;
+            printf("%s%-10s", s0 ? "\n" : "", "method");
+            for (size_t s = s0; s < s1; s++) {
+                char label[32];
+                if (sizes[s] >= (1ull << 30) && sizes[s] % (1ull << 30) == 0)
+                    snprintf(label, sizeof label, "%lluG", sizes[s] >> 30);
+                else if (sizes[s] >= (1ull << 20) && sizes[s] % (1ull << 20) == 0)
+                    snprintf(label, sizeof label, "%lluM", sizes[s] >> 20);
+                else
+                    snprintf(label, sizeof label, "%lluK", sizes[s] >> 10);
+                printf(" %8s", label);
+            }
             printf("\n");
+            for (size_t i = 0; i <= nm; i++) {
+                bool mt = i == nm; /* the last row: auto with one thread per CPU */
+                if (mt && cpus < 2)
+                    break;
+                char name[24];
+                if (mt)
+                    snprintf(name, sizeof name, "auto x%u", cpus);
+                else
+                    snprintf(name, sizeof name, "%s", methods[i].name);
+                printf("%-10s", name);
+                for (size_t s = s0; s < s1; s++) {
+                    double g = find(res, nr, sizes[s], mt ? "auto" : methods[i].name,
+                                    mt ? cpus : 1);
+                    if (g > 0)
+                        printf(" %8.2f", g);
+                    else
+                        printf(" %8s", "-");
+                }
+                printf("\n");
+            }
         }
     }
     ratios(rout, res, nr, sizes, ns, cpus);

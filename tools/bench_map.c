@@ -415,11 +415,17 @@ static int bench_vmalloc(const char *only, bool sysf, int reps, bool json)
                            "\"flushes_per_op\": %.5f}",
                            first ? "" : ",", fmts[f], p, mode_names[m], sysf ? "syscall" : "noop",
                            best[m].ns_per_op, best[m].barriers_per_op, best[m].flushes_per_op);
-                else
-                    printf("%-9s %5u %-6s %11.1f %12.5f %12.5f %9.2fx %9.2fx\n", fmts[f], p,
-                           mode_names[m], best[m].ns_per_op, best[m].barriers_per_op,
-                           best[m].flushes_per_op, best[NAIVE].ns_per_op / best[m].ns_per_op,
-                           best[EAGER].ns_per_op / best[m].ns_per_op);
+                else {
+                    printf("%-9s %5u %-6s %11.1f %12.5f %12.5f", fmts[f], p, mode_names[m],
+                           best[m].ns_per_op, best[m].barriers_per_op, best[m].flushes_per_op);
+                    /* a ratio only against a mode this run measured (--mode picks one) */
+                    for (int base = NAIVE; base <= EAGER; base++)
+                        if (vm_mode < 0)
+                            printf(" %9.2fx", best[base].ns_per_op / best[m].ns_per_op);
+                        else
+                            printf(" %10s", "-");
+                    printf("\n");
+                }
                 first = false;
             }
         }
@@ -435,50 +441,97 @@ static int run(int argc, char **argv)
     const char *only = NULL;
     unsigned long long bytes = 1ull << 30;
     int reps = 3;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i]))
-            return fputs(cli_bench_map.usage, stdout), 0;
-        if (strcmp(argv[i], "--json") == 0)
-            json = true;
-        else if (strcmp(argv[i], "--depth") == 0)
-            depth = true;
-        else if (strcmp(argv[i], "--pattern") == 0 && i + 1 < argc) {
-            if (strcmp(argv[++i], "vmalloc") != 0)
-                return cli_usage_error("bench map", "unknown pattern '%s'", argv[i]);
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"depth", no_argument, NULL, 'd'},
+        {"pattern", required_argument, NULL, 'p'},
+        {"flush", required_argument, NULL, 'F'},
+        {"mode", required_argument, NULL, 'M'},
+        {"pages", required_argument, NULL, 'P'},
+        {"heap", no_argument, NULL, 'H'},
+        {"free-tables", no_argument, NULL, 'T'},
+        {"format", required_argument, NULL, 'f'},
+        {"size", required_argument, NULL, 's'},
+        {"reps", required_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    static const char cmd[] = "bench map";
+    const char *vm_only = NULL, *plain_only = NULL; /* first option seen of each kind */
+    int c;
+    unsigned long long v;
+    cli_getopt_start();
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': return fputs(cli_bench_map.usage, stdout), 0;
+        case 'j': json = true; break;
+        case 'd': depth = true; break;
+        case 'p':
+            if (strcmp(optarg, "vmalloc") != 0)
+                return cli_usage_error(cmd, "--pattern '%s': unknown pattern (vmalloc)", optarg);
             vmalloc = true;
-        } else if (strcmp(argv[i], "--flush") == 0 && i + 1 < argc) {
-            i++;
-            if (strcmp(argv[i], "syscall") && strcmp(argv[i], "noop"))
-                return cli_usage_error("bench map", "--flush syscall|noop");
-            sysf = strcmp(argv[i], "syscall") == 0;
-        } else if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc) {
-            i++;
+            break;
+        case 'F':
+            if (strcmp(optarg, "syscall") && strcmp(optarg, "noop"))
+                return cli_usage_error(cmd, "--flush '%s': want syscall or noop", optarg);
+            sysf = strcmp(optarg, "syscall") == 0;
+            vm_only = vm_only ? vm_only : "--flush";
+            break;
+        case 'M':
+            vm_mode = -1;
             for (int m = 0; m < 3; m++)
-                if (strcmp(argv[i], mode_names[m]) == 0)
+                if (strcmp(optarg, mode_names[m]) == 0)
                     vm_mode = m;
             if (vm_mode < 0)
-                return cli_usage_error("bench map", "--mode naive|eager|lazy");
-        } else if (strcmp(argv[i], "--pages") == 0 && i + 1 < argc) {
-            vm_pages = (unsigned)atoi(argv[++i]);
-        } else if (strcmp(argv[i], "--heap") == 0) {
+                return cli_usage_error(cmd, "--mode '%s': want naive, eager or lazy", optarg);
+            vm_only = vm_only ? vm_only : "--mode";
+            break;
+        case 'P':
+            if (!cli_parse_size(optarg, &v) ||
+                (v != 1 && v != 4 && v != 16 && v != 64 && v != 256 && v != 512))
+                return cli_usage_error(cmd, "--pages '%s': want 1, 4, 16, 64, 256 or 512",
+                                       optarg);
+            vm_pages = (unsigned)v;
+            vm_only = vm_only ? vm_only : "--pages";
+            break;
+        case 'H':
             use_heap = true;
-        } else if (strcmp(argv[i], "--free-tables") == 0) {
+            plain_only = plain_only ? plain_only : "--heap";
+            break;
+        case 'T':
             vm_keep = false;
-        } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
-            only = argv[++i];
+            vm_only = vm_only ? vm_only : "--free-tables";
+            break;
+        case 'f':
+            only = optarg;
             if (!cli_pt_format(only))
-                return cli_usage_error("bench map", "unknown format '%s'", only);
-        } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
-            if (!cli_parse_size(argv[++i], &bytes) || !bytes || bytes % (1ull << 30))
-                return cli_usage_error("bench map", "--size: a multiple of 1G");
-        } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-            reps = atoi(argv[++i]);
-            if (reps < 1)
-                return cli_usage_error("bench map", "--reps: at least 1");
-        } else {
-            return cli_usage_error("bench map", "unknown option '%s'", argv[i]);
+                return cli_usage_error(cmd, "--format '%s': unknown format", only);
+            break;
+        case 's':
+            if (!cli_parse_size(optarg, &bytes) || !bytes || bytes % (1ull << 30))
+                return cli_usage_error(cmd, "--size '%s': want a multiple of 1G", optarg);
+            plain_only = plain_only ? plain_only : "--size";
+            break;
+        case 'r':
+            if (!cli_parse_size(optarg, &v) || v < 1 || v > 1000)
+                return cli_usage_error(cmd, "--reps '%s': want 1..1000", optarg);
+            reps = (int)v;
+            break;
+        default: return cli_opt_error(cmd, c, argv, longopts);
         }
     }
+    if ((c = cli_no_operands(cmd, argc, argv)))
+        return c;
+    /* No option is silently ignored: each belongs to one of the three runs. */
+    if (vmalloc && depth)
+        return cli_usage_error(cmd, "--depth and --pattern exclude each other");
+    if (!vmalloc && vm_only)
+        return cli_usage_error(cmd, "%s needs --pattern vmalloc", vm_only);
+    if ((vmalloc || depth) && plain_only)
+        return cli_usage_error(cmd, "%s does not apply to %s", plain_only,
+                               vmalloc ? "--pattern vmalloc" : "--depth");
+    if (depth && only)
+        return cli_usage_error(cmd, "--format does not apply to --depth");
     if (vmalloc)
         return bench_vmalloc(only, sysf, reps, json);
     if (depth)

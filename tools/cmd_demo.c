@@ -334,37 +334,64 @@ static void print_table_json(struct table_result *t, const char *sep)
 
 /* ---- the command -------------------------------------------------------- */
 
+enum { PARSE_HELP = -1 }; /* parse(): --help printed, exit 0 */
+
 static int parse(int argc, char **argv, struct opts *o)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     *o = (struct opts){.ram = 2ull << 30, .threads = n > 0 ? (unsigned)n : 1, .seed = 1,
                        .samples = 64};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        unsigned long long v;
-        bool has = i + 1 < argc;
-        if (strcmp(a, "--json") == 0) {
-            o->json = true;
-        } else if (strcmp(a, "--ram") == 0) {
-            if (!has || !cli_parse_size(argv[++i], &o->ram) || o->ram < 4 * MiB ||
-                o->ram % (2 * MiB) || o->ram > (256ull << 30))
-                return cli_usage_error("demo", "--ram wants a multiple of 2M from 4M to 256G");
-        } else if (strcmp(a, "--threads") == 0) {
-            if (!has || !cli_parse_size(argv[++i], &v) || v < 1 || v > MMP_CLEAR_MAX_THREADS)
-                return cli_usage_error("demo", "--threads wants 1..%u", MMP_CLEAR_MAX_THREADS);
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"ram", required_argument, NULL, 'r'},
+        {"threads", required_argument, NULL, 't'},
+        {"seed", required_argument, NULL, 's'},
+        {"samples", required_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    unsigned long long v = 0;
+    cli_getopt_start();
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (c == 'r' || c == 't' || c == 's' || c == 'n') {
+            if (!cli_parse_size(optarg, &v))
+                return cli_usage_error("demo", "--%s '%s': not a number",
+                                       c == 'r' ? "ram" : c == 't' ? "threads"
+                                                        : c == 's' ? "seed" : "samples",
+                                       optarg);
+        }
+        switch (c) {
+        case 'h': return fputs(cli_cmd_demo.usage, stdout), PARSE_HELP;
+        case 'j': o->json = true; break;
+        case 'r':
+            if (v < 4 * MiB || v > (256ull << 30))
+                return cli_usage_error("demo", "--ram '%s': out of range 4M..256G", optarg);
+            if (v % (2 * MiB))
+                return cli_usage_error("demo", "--ram '%s': not a multiple of 2M", optarg);
+            o->ram = v;
+            break;
+        case 't':
+            if (v < 1 || v > MMP_CLEAR_MAX_THREADS)
+                return cli_usage_error("demo", "--threads '%s': out of range 1..%u", optarg,
+                                       MMP_CLEAR_MAX_THREADS);
             o->threads = (unsigned)v;
-        } else if (strcmp(a, "--seed") == 0) {
-            if (!has || !cli_parse_size(argv[++i], &v) || !v)
-                return cli_usage_error("demo", "--seed wants a non-zero number");
+            break;
+        case 's':
+            if (!v)
+                return cli_usage_error("demo", "--seed '%s': must not be 0", optarg);
             o->seed = v;
-        } else if (strcmp(a, "--samples") == 0) {
-            if (!has || !cli_parse_size(argv[++i], &v) || v > 100000)
-                return cli_usage_error("demo", "--samples wants 0..100000");
+            break;
+        case 'n':
+            if (v > 100000)
+                return cli_usage_error("demo", "--samples '%s': out of range 0..100000", optarg);
             o->samples = (unsigned)v;
-        } else {
-            return cli_usage_error("demo", "unknown option '%s'", a);
+            break;
+        default: return cli_opt_error("demo", c, argv, longopts);
         }
     }
+    if ((c = cli_no_operands("demo", argc, argv)))
+        return c;
     return 0;
 }
 
@@ -399,7 +426,7 @@ static int run(int argc, char **argv)
     struct opts o;
     int rc = parse(argc, argv, &o);
     if (rc)
-        return rc;
+        return rc == PARSE_HELP ? 0 : rc;
     const struct mmp_cpu_features *f = mmp_cpu_features();
     FILE *ui = o.json ? stderr : stdout; /* progress goes here */
     bool show_progress = !o.json || isatty(fileno(stderr));

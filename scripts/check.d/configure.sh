@@ -92,8 +92,9 @@ want "VAR=VALUE: LIBDIR=" libdir /usr/lib64
 want "VAR=VALUE: CFLAGS" CFLAGS "-O3 -g -Wformat"
 want "VAR=VALUE: LDFLAGS" LDFLAGS "-Wl,-z,now"
 cp "$tmp/c/config.mak" "$tmp/first.mak"
-(cd "$tmp/c" && sed -i "s|^cd .*|cd \"$tmp/c\" \&\& exec \"$src/configure\"$(sed -n 's/^cd .*exec .\/configure//p' config.status)|" config.status && ./config.status) > /dev/null 2>&1
-cmp -s "$tmp/first.mak" "$tmp/c/config.mak" && ok "config.status repeats the arguments (quoted)" ||
+(cd "$tmp/c" && sed -i "s|^cd .*|cd \"$tmp/c\" \&\& exec \"$src/configure\"$(sed -n 's/^cd .*exec .\/configure//p' config.status)|" config.status &&
+    CFLAGS=-Ofast LDFLAGS=-Wl,--junk ./config.status) > /dev/null 2>&1
+cmp -s "$tmp/first.mak" "$tmp/c/config.mak" && ok "config.status repeats the arguments (quoted), whatever the environment holds" ||
     ko "config.status: $(diff "$tmp/first.mak" "$tmp/c/config.mak")"
 conf --enable-general-regs-only
 want "--enable-general-regs-only" LIB_CFLAGS -mgeneral-regs-only
@@ -114,13 +115,21 @@ ls "$tmp"/pwned* > /dev/null 2>&1 && ko "an argument was evaluated: $(ls "$tmp"/
 fails "--host that the compiler does not build for" "builds for" --host=aarch64-linux-gnu CC=cc
 fails "missing compiler" "not found" CC=no-such-cc
 
-# make CFLAGS=-O3: added after the required flags, which stay.
-line=$(make --no-print-directory -n -B CFLAGS=-O3 all 2>/dev/null | grep -m1 ' -c core/')
+# CFLAGS from the environment count (as autoconf's) and are kept by config.status.
+CFLAGS=-O1 conf
+want "CFLAGS from the environment" CFLAGS -O1
+grep -q "'CFLAGS=-O1'" "$tmp/c/config.status" && ok "config.status keeps the environment's CFLAGS" ||
+    ko "config.status: $(cat "$tmp/c/config.status")"
+
+# make CFLAGS=-O3: added after the required flags, which stay (one build
+# configuration, everything out of date, nothing run).
+mkb() { make --no-print-directory -n -B -f mk/build.mk B="$tmp/b" ARCH="$(uname -m)" CC=cc "$@" all 2>/dev/null; }
+line=$(mkb CFLAGS=-O3 | grep -m1 ' -c core/')
 case $line in
 *-std=c11*-fPIC*-fvisibility=hidden*-O3*) ok "make CFLAGS=-O3 keeps -std=c11 -fPIC -fvisibility=hidden, adds -O3" ;;
 *) ko "make CFLAGS=-O3 compiles with: $line" ;;
 esac
-line=$(make --no-print-directory -n -B LDFLAGS=-Wl,-z,now all 2>/dev/null | grep -A1 -m1 -- '-shared' | tr -d '\\\n')
+line=$(mkb LDFLAGS=-Wl,-z,now | grep -A1 -m1 -- '-shared' | tr -d '\\\n')
 case $line in
 *--version-script*-Wl,-z,now*) ok "make LDFLAGS=...: added to the shared-library link" ;;
 *) ko "make LDFLAGS=... links with: $line" ;;
