@@ -17,6 +17,7 @@
 
 #include "clear_impl.h"
 #include "cli.h"
+#include "progress.h"
 
 enum kind { KERNEL, AUTO, MEMSET, PER_PAGE };
 
@@ -249,6 +250,9 @@ static int run(int argc, char **argv)
     static struct result res[MAXS * (MAXM + 1)];
     size_t nr = 0;
     double t_start = now_s();
+    struct progress pr;
+    uint64_t samples = 0, all_samples = (uint64_t)ns * (nm + 1) * (reps + 1);
+    progress_start(&pr, "bench clear", NULL);
     for (size_t s = 0; s < ns; s++) {
         const struct method *list[MAXM + 1];
         size_t n = 0;
@@ -259,15 +263,18 @@ static int run(int argc, char **argv)
         double best[MAXM + 1] = {0};
         for (size_t i = 0; i < n; i++) /* warm-up */
             sample(list[i], buf, sizes[s]);
+        progress_update(&pr, samples += n, all_samples);
         for (unsigned r = 0; r < reps; r++)
             for (size_t j = 0; j < n; j++) { /* interleaved, rotating the start */
                 size_t i = (j + r) % n;
                 double g = sample(list[i], buf, sizes[s]);
                 best[i] = g > best[i] ? g : best[i];
+                progress_update(&pr, ++samples, all_samples);
             }
         for (size_t i = 0; i < n; i++)
             res[nr++] = (struct result){sizes[s], list[i], best[i]};
     }
+    progress_finish(&pr);
     double elapsed = now_s() - t_start;
     munmap(buf, max);
 

@@ -70,7 +70,7 @@ static const char *kernel_used(const struct mmp_clear_stats *a, const struct mmp
 static struct clear_run clear_ram(struct guest_ram *ram, unsigned threads, struct progress *pr)
 {
     struct mmp_clear_opts o = {.hint = MMP_CLEAR_COLD, .threads = threads};
-    if (pr) {
+    if (pr && pr->on) { /* a callback makes mmp_clear chunk: only when it shows */
         o.yield = on_progress;
         o.yield_arg = pr;
     }
@@ -428,8 +428,7 @@ static int run(int argc, char **argv)
     if (rc)
         return rc == PARSE_HELP ? 0 : rc;
     const struct mmp_cpu_features *f = mmp_cpu_features();
-    FILE *ui = o.json ? stderr : stdout; /* progress goes here */
-    bool show_progress = !o.json || isatty(fileno(stderr));
+    struct progress pr;
 
     /* 1. guest RAM */
     struct guest_ram ram;
@@ -445,7 +444,9 @@ static int run(int argc, char **argv)
         fflush(stdout);
     }
     double t0 = progress_now();
+    progress_start(&pr, "first touch (page faults)", NULL);
     guest_ram_dirty(&ram, o.threads);
+    progress_finish(&pr);
     double dirty_s = progress_now() - t0;
     long long huge = guest_ram_huge_bytes();
     if (!o.json) {
@@ -459,14 +460,10 @@ static int run(int argc, char **argv)
     }
 
     /* 2. clearing: mmp_clear with progress, then memset vs mmp_clear on one thread */
-    struct progress pr;
-    if (show_progress) {
-        fflush(stdout);
-        progress_start(&pr, ui, "mmp_clear");
-    }
-    struct clear_run main_clear = clear_ram(&ram, o.threads, show_progress ? &pr : NULL);
-    if (show_progress)
-        progress_finish(&pr);
+    fflush(stdout);
+    progress_start(&pr, "mmp_clear", "B");
+    struct clear_run main_clear = clear_ram(&ram, o.threads, &pr);
+    progress_finish(&pr);
     if (main_clear.rc) {
         guest_ram_release(&ram);
         return cli_error("demo", "mmp_clear: %s", mmp_strerror(main_clear.rc));
@@ -574,7 +571,7 @@ const struct cli_command cli_cmd_demo = {
         "Plays a hypervisor memory manager bringing up one guest:\n"
         "  1. reserves guest RAM (hugetlbfs 2 MiB pages if reserved, else transparent\n"
         "     huge pages) and dirties it as a previous tenant would;\n"
-        "  2. clears it with mmp_clear (COLD hint, N threads, progress bar on a\n"
+        "  2. clears it with mmp_clear (COLD hint, N threads, progress on a\n"
         "     terminal), says which kernel ran and why, then compares glibc memset\n"
         "     and mmp_clear on one thread;\n"
         "  3. builds the guest's arm64 stage-2 (4K granule, 40-bit IPA, QEMU-virt-like\n"

@@ -8,6 +8,7 @@
 #include <mmport/mmport.h>
 
 #include "cli.h"
+#include "progress.h"
 
 static int run(int argc, char **argv)
 {
@@ -45,9 +46,12 @@ static int run(int argc, char **argv)
     if (buf == MAP_FAILED)
         return cli_error("tune", "cannot map %llu bytes", size);
     madvise(buf, size, MADV_HUGEPAGE);
+    struct progress pr;
+    progress_start(&pr, "measuring the clearing kernels", NULL);
     memset(buf, 1, size);
     static struct mmp_clear_calibration cal;
     int rc = mmp_clear_calibrate(buf, size, &cal);
+    progress_finish(&pr);
     munmap(buf, size);
     if (rc)
         return cli_error("tune", "calibration failed: %s", mmp_strerror(rc));

@@ -220,6 +220,28 @@ else
     ko "demo --json: exit $rc: $(head -c 300 "$tmp/out") $(cat "$tmp/err")"
 fi
 
+# Progress: nothing when stderr is not a terminal; on a terminal (script(1))
+# a line redrawn in place at most ~10 times a second after 0.5 s, erased
+# before the results.
+run demo --ram 64M --threads 1
+[ ! -s "$tmp/err" ] && ok "demo piped: nothing on stderr (no progress off a terminal)" ||
+    ko "demo piped: stderr: $(head -c 200 "$tmp/err")"
+if command -v script > /dev/null; then
+    t0=$(date +%s.%N)
+    script -qfc "$M bench clear --quick --sizes 4K,64M,256M --reps 3" /dev/null > "$tmp/tty" 2>&1
+    t1=$(date +%s.%N)
+    draws=$(tr '\r' '\n' < "$tmp/tty" | grep -c '^  bench clear \[')
+    secs=$(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }')
+    if [ "$draws" -ge 1 ] && awk -v d="$draws" -v s="$secs" 'BEGIN { exit !(d <= 10 * s + 1) }' &&
+        grep -q "$(printf '\r\033\[K')" "$tmp/tty"; then
+        ok "bench clear on a terminal: $draws redraws in $secs s (<= 10/s), line erased"
+    else
+        ko "bench clear on a terminal: $draws redraws in $secs s: $(tr '\r' '\n' < "$tmp/tty" | head -5)"
+    fi
+else
+    echo "SKIP: progress on a terminal: no script(1)"; skip=$((skip + 1))
+fi
+
 # JSON from info.
 for a in "info --json" "info --json --stats"; do
     # shellcheck disable=SC2086
