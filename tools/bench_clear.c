@@ -6,6 +6,7 @@
  * after a warm-up. Ends with the ratios the clearing targets are stated in.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 
 #include "clear_impl.h"
 #include "cli.h"
+#include "plot_svg.h"
 #include "progress.h"
 
 enum kind { KERNEL, AUTO, MEMSET, PER_PAGE };
@@ -98,7 +100,9 @@ static const char usage[] =
     "              (the ratios go to stderr)\n"
     "  --quick     2 repetitions instead of 7 (under 15 s)\n"
     "  --sizes L   comma-separated sizes (default 4K,2M,32M,256M,1G)\n"
-    "  --reps N    repetitions per method and size\n";
+    "  --reps N    repetitions per method and size\n"
+    "  --plot FILE also an SVG chart: GB/s against size (log axis), one line per\n"
+    "              method, the LLC size and the policy's cold_min marked\n";
 
 #define MAXM 24
 #define MAXS 16
@@ -170,6 +174,53 @@ static void ratios(FILE *out, const struct result *r, size_t nr, const unsigned 
     }
 }
 
+/* --plot: GB/s against size, one series per method, LLC and cold_min marked. */
+static int plot_results(FILE *out, const struct result *r, size_t nr,
+                        const struct method *m, size_t nm, const unsigned long long *sizes,
+                        size_t ns, unsigned cpus, const struct mmp_clear_policy *pol)
+{
+    size_t order[MAXS];
+    for (size_t i = 0; i < ns; i++) { /* sizes ascending, for the lines */
+        size_t j = i;
+        for (; j > 0 && sizes[order[j - 1]] > sizes[i]; j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
+    static double xs[MAXM + 1][MAXS], ys[MAXM + 1][MAXS];
+    struct svg_series sr[MAXM + 1];
+    char mtname[32];
+    size_t nsr = 0;
+    for (size_t i = 0; i <= nm; i++) {
+        bool mt = i == nm;
+        if (mt && cpus < 2)
+            break;
+        size_t n = 0;
+        for (size_t k = 0; k < ns; k++) {
+            double g = find(r, nr, sizes[order[k]], mt ? "auto" : m[i].name, mt ? cpus : 1);
+            if (g > 0)
+                xs[nsr][n] = (double)sizes[order[k]], ys[nsr][n++] = g;
+        }
+        if (!n)
+            continue;
+        snprintf(mtname, sizeof mtname, "auto x%u", cpus);
+        sr[nsr] = (struct svg_series){mt ? mtname : m[i].name, n, xs[nsr], ys[nsr]};
+        nsr++;
+    }
+    const struct mmp_cpu_features *f = mmp_cpu_features();
+    char llc[48], cm[64], title[160];
+    snprintf(llc, sizeof llc, "LLC %llu KiB", (unsigned long long)f->llc_bytes >> 10);
+    snprintf(cm, sizeof cm, "cold_min %llu KiB (%s from here)",
+             (unsigned long long)pol->cold_min >> 10, pol->cold);
+    /* cold_min first: without an LLC figure only it is marked */
+    struct svg_marker mk[2] = {{(double)pol->cold_min, cm}, {(double)f->llc_bytes, llc}};
+    snprintf(title, sizeof title, "mmport bench clear: %s family 0x%x model 0x%x", f->vendor,
+             f->family, f->model);
+    svg_chart(out, title, "bytes per call (log scale)", "GB/s (best of the repetitions)", sr, nsr,
+              mk, f->llc_bytes ? 2 : 1);
+    int bad = ferror(out);
+    return fclose(out) || bad ? (errno ? errno : EIO) : 0;
+}
+
 static int run(int argc, char **argv)
 {
     bool json = false;
@@ -182,10 +233,12 @@ static int run(int argc, char **argv)
         {"quick", no_argument, NULL, 'q'},
         {"reps", required_argument, NULL, 'r'},
         {"sizes", required_argument, NULL, 's'},
+        {"plot", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     static const char cmd[] = "bench clear";
+    const char *plot = NULL;
     int c;
     unsigned long long v;
     cli_getopt_start();
@@ -194,6 +247,7 @@ static int run(int argc, char **argv)
         case 'h': return fputs(usage, stdout), 0;
         case 'j': json = true; break;
         case 'q': reps = 2; break;
+        case 'p': plot = optarg; break;
         case 'r':
             if (!cli_parse_size(optarg, &v) || !v || v > 100)
                 return cli_usage_error(cmd, "--reps '%s': want 1..100", optarg);
@@ -220,6 +274,10 @@ static int run(int argc, char **argv)
     }
     if ((c = cli_no_operands(cmd, argc, argv)))
         return c;
+    /* opened first: a plot that cannot be written fails before the minutes of measuring */
+    FILE *plot_out = plot ? fopen(plot, "w") : NULL;
+    if (plot && !plot_out)
+        return cli_error(cmd, "--plot '%s': %s", plot, strerror(errno));
 
     struct mmp_clear_policy pol;
     mmp_clear_policy(&pol);
@@ -336,6 +394,12 @@ static int run(int argc, char **argv)
         }
     }
     ratios(rout, res, nr, sizes, ns, cpus);
+    if (plot) {
+        int rc = plot_results(plot_out, res, nr, methods, nm, sizes, ns, cpus, &pol);
+        if (rc)
+            return cli_error(cmd, "--plot '%s': %s", plot, strerror(rc));
+        fprintf(rout, "plot: %s\n", plot);
+    }
     fprintf(rout, "\n(%.1f s)\n", elapsed);
     return 0;
 }

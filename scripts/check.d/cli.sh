@@ -242,6 +242,56 @@ else
     echo "SKIP: progress on a terminal: no script(1)"; skip=$((skip + 1))
 fi
 
+# SVG pictures: well-formed XML with the expected series / strips.
+run bench clear --quick --sizes 4K,64K,2M --reps 1 --plot "$tmp/clear.svg"
+if [ $rc = 0 ] && python3 - "$tmp/clear.svg" "$tmp/out" <<'PY'
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == ns + "svg", root.tag
+groups = list(root.iter(ns + "g"))
+series = [g.get("data-name") for g in groups if g.get("class") == "series"]
+markers = [g.get("data-name") for g in groups if g.get("class") == "marker"]
+rows = [l.split()[0] for l in open(sys.argv[2]) if l[:1].isalpha() and len(l.split()) == 4 and l.split()[1][0].isdigit() and not l.startswith("method")]
+assert set(rows) <= set(series) and len(series) >= 4, (rows, series)
+for g in groups:
+    if g.get("class") == "series":
+        pts = g.find(ns + "polyline").get("points").split()
+        assert len(pts) == 3, (g.get("data-name"), pts)
+assert any(m.startswith("cold_min") for m in markers), markers
+print(len(series), "series", markers)
+PY
+then ok "bench clear --plot: valid SVG, a 3-point line per method of the table, cold_min marked"
+else
+    ko "bench clear --plot: exit $rc $(cat "$tmp/err")"
+fi
+run demo --ram 64M --threads 1 --plot "$tmp/demo.svg"
+if [ $rc = 0 ] && python3 - "$tmp/demo.svg" <<'PY'
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+strips = [g for g in root.iter(ns + "g") if g.get("class") == "strip"]
+assert len(strips) >= 3 and strips[0].get("data-name").startswith("guest space"), [g.get("data-name") for g in strips]
+kinds = set()
+for g in strips:
+    rects = [r for r in g.findall(ns + "rect") if r.get("class")]
+    frame = [r for r in g.findall(ns + "rect") if not r.get("class")][0]
+    kinds |= {r.get("class") for r in rects}
+    # the extents tile the strip: widths add up to the frame
+    total = sum(float(r.get("width")) for r in rects)
+    assert abs(total - float(frame.get("width"))) < 0.5 * len(rects) + 1, (g.get("data-name"), total)
+assert {"block", "hole"} <= kinds and kinds <= {"block", "run", "page", "hole"}, kinds
+print(len(strips), "strips", sorted(kinds))
+PY
+then ok "demo --plot: valid SVG, the guest space and every region as strips of block/run/page/hole"
+else
+    ko "demo --plot: exit $rc $(cat "$tmp/err")"
+fi
+run bench clear --sizes 4K --reps 1 --plot /nonexistent/x.svg
+[ $rc = 1 ] && grep -q "^mmport bench clear: --plot '/nonexistent/x.svg': No such file" "$tmp/err" && [ ! -s "$tmp/out" ] &&
+    ok "bench clear --plot <unwritable>: exit 1 before measuring, '$(cat "$tmp/err")'" ||
+    ko "bench clear --plot <unwritable>: exit $rc, $(cat "$tmp/err") $(head -2 "$tmp/out")"
+
 # JSON from info.
 for a in "info --json" "info --json --stats"; do
     # shellcheck disable=SC2086
