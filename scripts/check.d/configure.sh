@@ -96,6 +96,15 @@ cp "$tmp/c/config.mak" "$tmp/first.mak"
     CFLAGS=-Ofast LDFLAGS=-Wl,--junk ./config.status) > /dev/null 2>&1
 cmp -s "$tmp/first.mak" "$tmp/c/config.mak" && ok "config.status repeats the arguments (quoted), whatever the environment holds" ||
     ko "config.status: $(diff "$tmp/first.mak" "$tmp/c/config.mak")"
+# Building needs only the compiler and libatomic_ops: without any test tool
+# configure still succeeds and records what `make check` will install.
+conf CLANG=no-such-clang QEMU_AARCH64=no-such-qemu CROSS_CC_AARCH64=no-such-gcc PKG_CONFIG=no-such-pkg-config
+if [ $rc = 0 ]; then
+    want "no test tools" MISSING_TOOLS "check no-such-gcc check:arm64 no-such-qemu no-such-clang"
+    want "no test tools" CROSS_CC ""
+else
+    ko "configure without test tools: exit $rc: $(cat "$tmp/out")"
+fi
 conf --enable-general-regs-only
 want "--enable-general-regs-only" LIB_CFLAGS -mgeneral-regs-only
 conf --disable-option-checking --enable-frobnicate
