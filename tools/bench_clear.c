@@ -215,7 +215,7 @@ static int plot_results(FILE *out, const struct result *r, size_t nr,
     struct svg_marker mk[2] = {{(double)pol->cold_min, cm}, {(double)f->llc_bytes, llc}};
     snprintf(title, sizeof title, "mmport bench clear: %s family 0x%x model 0x%x", f->vendor,
              f->family, f->model);
-    svg_chart(out, title, "bytes per call (log scale)", "GB/s (best of the repetitions)", sr, nsr,
+    svg_chart(out, title, "bytes per call (log scale)", "GB/s (best of the repetitions)", "GB/s", sr, nsr,
               mk, f->llc_bytes ? 2 : 1);
     int bad = ferror(out);
     return fclose(out) || bad ? (errno ? errno : EIO) : 0;

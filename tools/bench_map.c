@@ -15,7 +15,11 @@
 #include <mmport/mmport.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "pt_formats.h"
+
+/* Elapsed time on a terminal while the rows come (suspended around them). */
+static struct progress bm_pr;
 
 /* The engine once more, compiled here: with the depth fixed at compile
  * time (4 levels), and generic (the depth read from the table each level). */
@@ -249,8 +253,10 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
                 }
                 mmp_pt_fini(&pt);
             }
+            progress_suspend(&bm_pr);
             for (int op = 0; op < 3; op++)
                 print_row(&rows[op], json, &first);
+            progress_resume(&bm_pr);
         }
     }
     if (json)
@@ -304,6 +310,7 @@ static int bench_depth(uint64_t bytes, int reps, bool json)
             fx = b < fx ? b : fx;
             gen = c < gen ? c : gen;
         }
+        progress_suspend(&bm_pr);
         if (json)
             printf("%s\n  {\"format\": \"%s\", \"op\": \"map+unmap\", \"bytes\": %" PRIu64
                    ", \"runtime_depth_ns_per_page\": %.3f, \"fixed_depth_ns_per_page\": %.3f, "
@@ -313,6 +320,7 @@ static int bench_depth(uint64_t bytes, int reps, bool json)
         else
             printf("%-10s %16.3f %16.3f %16.3f %+9.2f%% %+9.2f%%\n", fmts[f], rt, fx, gen,
                    (rt / fx - 1) * 100, (gen / fx - 1) * 100);
+        progress_resume(&bm_pr);
     }
     if (json)
         printf("\n]\n");
@@ -406,6 +414,7 @@ static int bench_vmalloc(const char *only, bool sysf, int reps, bool json)
                     if (x.ns_per_op < best[m].ns_per_op)
                         best[m] = x;
                 }
+            progress_suspend(&bm_pr);
             for (int m = 0; m < 3; m++) {
                 if (vm_mode >= 0 && m != vm_mode)
                     continue;
@@ -428,6 +437,7 @@ static int bench_vmalloc(const char *only, bool sysf, int reps, bool json)
                 }
                 first = false;
             }
+            progress_resume(&bm_pr);
         }
     }
     if (json)
@@ -532,11 +542,12 @@ static int run(int argc, char **argv)
                                vmalloc ? "--pattern vmalloc" : "--depth");
     if (depth && only)
         return cli_usage_error(cmd, "--format does not apply to --depth");
-    if (vmalloc)
-        return bench_vmalloc(only, sysf, reps, json);
-    if (depth)
-        return bench_depth(64ull << 20, reps * 3, json);
-    return bench_formats(only, bytes, reps, json);
+    progress_start(&bm_pr, "bench map", NULL);
+    int rc = vmalloc ? bench_vmalloc(only, sysf, reps, json)
+             : depth ? bench_depth(64ull << 20, reps * 3, json)
+                     : bench_formats(only, bytes, reps, json);
+    progress_finish(&bm_pr);
+    return rc;
 }
 
 const struct cli_command cli_bench_map = {

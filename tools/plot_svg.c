@@ -48,7 +48,8 @@ static void size_label(char *buf, size_t cap, double v)
 }
 
 void svg_chart(FILE *out, const char *title, const char *xlabel, const char *ylabel,
-               const struct svg_series *s, size_t ns, const struct svg_marker *m, size_t nm)
+               const char *yunit, const struct svg_series *s, size_t ns,
+               const struct svg_marker *m, size_t nm)
 {
     double xmin = INFINITY, xmax = 0, ymax = 0;
     for (size_t i = 0; i < ns; i++)
@@ -128,9 +129,12 @@ void svg_chart(FILE *out, const char *title, const char *xlabel, const char *yla
         for (size_t j = 0; j < s[i].n; j++)
             fprintf(out, "%s%.1f,%.1f", j ? " " : "", PX(s[i].x[j]), PY(s[i].y[j]));
         fputs("\"/>\n", out);
-        for (size_t j = 0; j < s[i].n; j++)
-            fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\"><title>%g GB/s</title></circle>",
+        for (size_t j = 0; j < s[i].n; j++) {
+            fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\"><title>%g ",
                     PX(s[i].x[j]), PY(s[i].y[j]), s[i].y[j]);
+            svg_text(out, yunit);
+            fputs("</title></circle>", out);
+        }
         double ly = MT + 8 + 18.0 * (double)i;
         fprintf(out, "\n<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke-width=\"3\"/>"
                      "<text x=\"%d\" y=\"%.1f\" stroke=\"none\" fill=\"#000\">",

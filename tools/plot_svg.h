@@ -24,9 +24,10 @@ struct svg_marker {
 };
 
 /* A chart of the series; markers are dashed vertical lines (the x axis
- * extends to include them). */
+ * extends to include them); yunit labels the points' tooltips. */
 void svg_chart(FILE *out, const char *title, const char *xlabel, const char *ylabel,
-               const struct svg_series *s, size_t ns, const struct svg_marker *m, size_t nm);
+               const char *yunit, const struct svg_series *s, size_t ns,
+               const struct svg_marker *m, size_t nm);
 
 /* One extent of a strip: [start, start+size) of a kind (index into the
  * kinds given to svg_strips), with a tooltip. */

@@ -38,21 +38,49 @@ static void draw(struct progress *p)
     p->drawn = true;
 }
 
+static void erase(struct progress *p)
+{
+    if (p->drawn)
+        fputs("\r\033[K", stderr);
+    fflush(stderr);
+    p->drawn = false;
+}
+
 static void *tick(void *arg)
 {
     struct progress *p = arg;
     struct timespec ts = {0, REDRAW_MS * 1000000L};
     for (unsigned ms = 0; !AO_load(&p->stop); ms += REDRAW_MS) {
-        if (ms >= DELAY_MS)
+        if (ms >= DELAY_MS) {
+            pthread_mutex_lock(&p->lock);
             draw(p);
+            pthread_mutex_unlock(&p->lock);
+        }
         nanosleep(&ts, NULL);
     }
     return NULL;
 }
 
+void progress_suspend(struct progress *p)
+{
+    if (!p->on)
+        return;
+    pthread_mutex_lock(&p->lock);
+    erase(p);
+}
+
+void progress_resume(struct progress *p)
+{
+    if (!p->on)
+        return;
+    fflush(stdout);
+    pthread_mutex_unlock(&p->lock);
+}
+
 void progress_start(struct progress *p, const char *label, const char *unit)
 {
     *p = (struct progress){.label = label, .unit = unit, .t0 = progress_now()};
+    pthread_mutex_init(&p->lock, NULL);
     p->on = isatty(STDERR_FILENO) && pthread_create(&p->ticker, NULL, tick, p) == 0;
 }
 
@@ -64,12 +92,13 @@ void progress_update(struct progress *p, uint64_t done, uint64_t total)
 
 void progress_finish(struct progress *p)
 {
-    if (!p->on)
+    if (!p->on) {
+        pthread_mutex_destroy(&p->lock);
         return;
+    }
     AO_store(&p->stop, 1);
     pthread_join(p->ticker, NULL);
-    if (p->drawn)
-        fputs("\r\033[K", stderr);
-    fflush(stderr);
+    erase(p);
     p->on = false;
+    pthread_mutex_destroy(&p->lock);
 }

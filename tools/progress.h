@@ -25,6 +25,7 @@ struct progress {
     bool drawn;       /* something is on the line (to erase) */
     AO_t done, total, stop;
     pthread_t ticker;
+    pthread_mutex_t lock; /* the ticker draws under it; suspend holds it */
 };
 
 /* Monotonic time in seconds. */
@@ -35,5 +36,9 @@ void progress_start(struct progress *p, const char *label, const char *unit);
 void progress_update(struct progress *p, uint64_t done, uint64_t total);
 /* Stops the ticker and erases the line. */
 void progress_finish(struct progress *p);
+/* Around output on stdout while a step runs (a table row): the line is
+ * erased and not redrawn until resume, so the two never mix on a terminal. */
+void progress_suspend(struct progress *p);
+void progress_resume(struct progress *p);
 
 #endif
