@@ -33,7 +33,9 @@ man: build/man/man3/.stamp build/man/man1/mmport.1
 
 # The .pc keeps the directory variables symbolic where configure left them
 # so (libdir=${exec_prefix}/lib/...), as pkg-config resolves them itself.
-$(NATIVE_B)/mmport.pc: config.mak include/mmport/common.h mk/install.mk
+# Written on every install: `make install prefix=...` changes it without
+# touching config.mak.
+$(NATIVE_B)/mmport.pc: FORCE
 	@mkdir -p $(@D)
 	@{ echo 'prefix=$(prefix)'; \
 	   echo 'exec_prefix=$(value exec_prefix)'; \
@@ -75,4 +77,5 @@ uninstall: man
 	rm -f $(addprefix $(DESTDIR)$(includedir)/mmport/,$(notdir $(HEADERS)))
 	-rmdir $(DESTDIR)$(includedir)/mmport 2>/dev/null
 
-.PHONY: install uninstall man
+FORCE:
+.PHONY: install uninstall man FORCE

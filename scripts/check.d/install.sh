@@ -95,6 +95,9 @@ if make --no-print-directory install prefix="$tmp/direct" > "$tmp/log2" 2>&1 &&
 else
     ko "install without DESTDIR: no ldconfig hint: $(tail -3 "$tmp/log2")"
 fi
+grep -qx "prefix=$tmp/direct" "$tmp/direct/lib/pkgconfig/mmport.pc" &&
+    ok "make install prefix=<dir>: mmport.pc says prefix=<dir>" ||
+    ko "mmport.pc after make install prefix=<dir>: $(head -2 "$tmp/direct/lib/pkgconfig/mmport.pc")"
 if make --no-print-directory uninstall prefix="$tmp/direct" > "$tmp/log3" 2>&1; then
     left=$(find "$tmp/direct" -type f -o -type l)
     [ -z "$left" ] && ok "make uninstall removes every installed file" || ko "make uninstall left: $left"
