@@ -21,14 +21,20 @@ MAN1 := $(sort $(wildcard man/*.1))
 MAN_DATE := $(shell d=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null)}; \
               date -u $${d:+-d @$$d} +%Y-%m-%d)
 
+# The date the pages were made with, rewritten only when it changes, so a
+# new SOURCE_DATE_EPOCH remakes them.
+build/man/date: FORCE
+	@mkdir -p $(@D)
+	@echo $(MAN_DATE) | cmp -s - $@ || echo $(MAN_DATE) > $@
+
 # One page per public function and contract struct, from the headers.
-build/man/man3/.stamp: $(HEADERS) scripts/gen-man3.sh
+build/man/man3/.stamp: $(HEADERS) scripts/gen-man3.sh scripts/gen-man3.awk build/man/date
 	@rm -rf $(@D) && mkdir -p $(@D)
 	MAN_DATE=$(MAN_DATE) scripts/gen-man3.sh $(@D) $(HEADERS)
 	@touch $@
-build/man/man1/mmport.1: man/mmport.1
+build/man/man1/mmport.1: man/mmport.1 build/man/date
 	@mkdir -p $(@D)
-	sed 's/^\.TH \([^ ]*\) 1 "[^"]*"/.TH \1 1 "$(MAN_DATE)"/' $< > $@
+	sed 's/^\.TH \([^ ]*\) 1 "[^"]*"/.TH \1 1 "$(MAN_DATE)"/' man/mmport.1 > $@
 man: build/man/man3/.stamp build/man/man1/mmport.1
 
 # The .pc keeps the directory variables symbolic where configure left them

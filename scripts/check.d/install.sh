@@ -68,6 +68,12 @@ grep -l '2023-11-14' "$man3/mmp_pt_map.3" "$d/usr/share/man/man1/mmport.1" > /de
     [ "$(grep -L '"2023-11-14"' "$man3"/*.3 "$d/usr/share/man/man1/mmport.1")" = "" ] &&
     ok "SOURCE_DATE_EPOCH=1700000000 dates every page 2023-11-14" ||
     ko "man page dates ignore SOURCE_DATE_EPOCH: $(grep -h '^\.TH' "$man3/mmp_pt_map.3")"
+if SOURCE_DATE_EPOCH=1600000000 make --no-print-directory install DESTDIR="$tmp/d2" > "$tmp/log4" 2>&1 &&
+    grep -q '^\.TH MMP_PT_MAP 3 "2020-09-13"' "$tmp/d2/usr/local/share/man/man3/mmp_pt_map.3"; then
+    ok "another SOURCE_DATE_EPOCH remakes the pages (2020-09-13)"
+else
+    ko "SOURCE_DATE_EPOCH=1600000000: $(grep -h '^\.TH' "$tmp/d2/usr/local/share/man/man3/mmp_pt_map.3" 2>&1)"
+fi
 bad=0
 for f in "$man3"/*.3; do
     name=$(basename "$f" .3)
