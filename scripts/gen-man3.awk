@@ -414,7 +414,7 @@ inenum != "" {
 function finish_doc() {
     if (first) {
         first = 0
-        sub(/^@file [^\n]*\n/, "", doc)
+        sub(/@file [^\n]*\n/, "", doc)
         HDOC[hdr] = doc
         HORDER[++NH] = hdr
         if (match(doc, /Contract[^\n]*:\n/)) {
