@@ -51,7 +51,9 @@ FUZZ_SECONDS ?= 60
 fuzz = $(SUB) B=build/fuzz ARCH=$(ARCH) CC="$(CLANG)" FUZZ_ENGINE=libfuzzer \
        VFLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all" \
        FUZZ_LDFLAGS="-fsanitize=fuzzer"
-fuzz: deps config.mak
+fuzz: deps
+	+@$(MAKE) --no-print-directory fuzz-run
+fuzz-run:
 	+@$(fuzz) fuzz
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh run
 fuzz-merge:
@@ -77,5 +79,5 @@ clean:
 distclean: clean
 	rm -f config.mak config.status
 
-.PHONY: fuzz fuzz-merge all deps build-native build-asan build-tsan build-cross check check-run \
+.PHONY: fuzz fuzz-run fuzz-merge all deps build-native build-asan build-tsan build-cross check check-run \
         run clean distclean
