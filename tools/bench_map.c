@@ -5,6 +5,7 @@
  * vmalloc: naive / eager / lazy batching of barriers and flushes.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <mmport/mmport.h>
 
 #include "cli.h"
+#include "plot_svg.h"
 #include "progress.h"
 #include "pt_formats.h"
 
@@ -382,10 +384,35 @@ static struct vres vmalloc_run(const struct mmp_pt_config *cfg0, unsigned p, int
     return r;
 }
 
-static int bench_vmalloc(const char *only, bool sysf, int reps, bool json)
+/* --plot: ns per op against the range size, one line per format and mode. */
+static int plot_vmalloc(FILE *out, bool sysf, const char *const names[6],
+                        double x[6][6], double y[6][6], const size_t n[6])
+{
+    struct svg_series sr[6];
+    size_t ns = 0;
+    for (size_t i = 0; i < 6; i++)
+        if (n[i])
+            sr[ns++] = (struct svg_series){names[i], n[i], x[i], y[i]};
+    svg_chart_logy(out,
+                   sysf ? "mmport bench map --pattern vmalloc (each flush a system call)"
+                        : "mmport bench map --pattern vmalloc (free flushes)",
+                   "bytes mapped and unmapped per op (log scale)", "ns per op (log scale)",
+                   "ns/op", sr, ns);
+    int bad = ferror(out);
+    if (fclose(out) || bad)
+        return cli_error("bench map", "--plot: cannot write the chart: %s",
+                         strerror(errno ? errno : EIO));
+    return 0;
+}
+
+static int bench_vmalloc(const char *only, bool sysf, int reps, bool json, FILE *plot)
 {
     static const char *const fmts[] = {"x86-64", "arm64-4k"};
     static const unsigned ps[] = {1, 4, 16, 64, 256, 512};
+    static const char *const series[6] = {"x86-64 naive", "x86-64 eager", "x86-64 lazy",
+                                          "arm64-4k naive", "arm64-4k eager", "arm64-4k lazy"};
+    static double px[6][6], py[6][6];
+    size_t pn[6] = {0};
     bool first = true;
     if (json)
         printf("[");
@@ -436,13 +463,16 @@ static int bench_vmalloc(const char *only, bool sysf, int reps, bool json)
                     printf("\n");
                 }
                 first = false;
+                size_t si = f * 3 + (size_t)m;
+                px[si][pn[si]] = (double)p * 4096;
+                py[si][pn[si]++] = best[m].ns_per_op;
             }
             progress_resume(&bm_pr);
         }
     }
     if (json)
         printf("\n]\n");
-    return 0;
+    return plot ? plot_vmalloc(plot, sysf, series, px, py, pn) : 0;
 }
 
 static int run(int argc, char **argv)
@@ -463,10 +493,12 @@ static int run(int argc, char **argv)
         {"format", required_argument, NULL, 'f'},
         {"size", required_argument, NULL, 's'},
         {"reps", required_argument, NULL, 'r'},
+        {"plot", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     static const char cmd[] = "bench map";
+    const char *plot = NULL;
     const char *vm_only = NULL, *plain_only = NULL; /* first option seen of each kind */
     int c;
     unsigned long long v;
@@ -522,6 +554,10 @@ static int run(int argc, char **argv)
                 return cli_usage_error(cmd, "--size '%s': want a multiple of 1G", optarg);
             plain_only = plain_only ? plain_only : "--size";
             break;
+        case 'o':
+            plot = optarg;
+            vm_only = vm_only ? vm_only : "--plot";
+            break;
         case 'r':
             if (!cli_parse_size(optarg, &v) || v < 1 || v > 1000)
                 return cli_usage_error(cmd, "--reps '%s': want 1..1000", optarg);
@@ -542,8 +578,11 @@ static int run(int argc, char **argv)
                                vmalloc ? "--pattern vmalloc" : "--depth");
     if (depth && only)
         return cli_usage_error(cmd, "--format does not apply to --depth");
+    FILE *plot_out = plot ? fopen(plot, "w") : NULL; /* fails before measuring */
+    if (plot && !plot_out)
+        return cli_error(cmd, "--plot '%s': %s", plot, strerror(errno));
     progress_start(&bm_pr, "bench map", NULL);
-    int rc = vmalloc ? bench_vmalloc(only, sysf, reps, json)
+    int rc = vmalloc ? bench_vmalloc(only, sysf, reps, json, plot_out)
              : depth ? bench_depth(64ull << 20, reps * 3, json)
                      : bench_formats(only, bytes, reps, json);
     progress_finish(&bm_pr);
@@ -557,7 +596,7 @@ const struct cli_command cli_bench_map = {
         "usage: mmport bench map [--json] [--format F] [--size 1G] [--reps N] [--heap]\n"
         "       mmport bench map --depth [--json]\n"
         "       mmport bench map --pattern vmalloc [--flush syscall|noop] [--free-tables]\n"
-        "                        [--format F] [--mode M] [--pages P] [--json]\n\n"
+        "                        [--format F] [--mode M] [--pages P] [--json] [--plot FILE]\n\n"
         "Default: maps --size bytes (1 GiB) in one call, re-protects and unmaps them, per\n"
         "format (x86-64, x86-64-la57, arm64-4k, -16k, -64k, arm64-s2-4k) and leaf policy:\n"
         "pages (no blocks, no contiguous runs), cont (runs, no blocks; arm64), blocks\n"
@@ -576,6 +615,8 @@ const struct cli_command cli_bench_map = {
         "callback one system call (getppid), a stand-in for a hypercall; noop is free.\n"
         "Tables stay allocated (MMP_PT_KEEP_TABLES), as the kernel's vmalloc area keeps\n"
         "its page tables; --free-tables frees tables an unmap empties (deferred to the\n"
-        "flush, so lazy mode cannot reuse them within a section).\n",
+        "flush, so lazy mode cannot reuse them within a section). --plot FILE also\n"
+        "writes an SVG chart: ns per op against the range size, both axes log, one\n"
+        "line per format and mode.\n",
     .run = run,
 };

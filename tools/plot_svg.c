@@ -47,16 +47,35 @@ static void size_label(char *buf, size_t cap, double v)
     snprintf(buf, cap, "%g%c", x, units[u]);
 }
 
+static void chart(FILE *out, const char *title, const char *xlabel, const char *ylabel,
+                  const char *yunit, const struct svg_series *s, size_t ns,
+                  const struct svg_marker *m, size_t nm, bool logy);
+
 void svg_chart(FILE *out, const char *title, const char *xlabel, const char *ylabel,
                const char *yunit, const struct svg_series *s, size_t ns,
                const struct svg_marker *m, size_t nm)
 {
-    double xmin = INFINITY, xmax = 0, ymax = 0;
+    chart(out, title, xlabel, ylabel, yunit, s, ns, m, nm, false);
+}
+
+void svg_chart_logy(FILE *out, const char *title, const char *xlabel, const char *ylabel,
+                    const char *yunit, const struct svg_series *s, size_t ns)
+{
+    chart(out, title, xlabel, ylabel, yunit, s, ns, NULL, 0, true);
+}
+
+static void chart(FILE *out, const char *title, const char *xlabel, const char *ylabel,
+                  const char *yunit, const struct svg_series *s, size_t ns,
+                  const struct svg_marker *m, size_t nm, bool logy)
+{
+    double xmin = INFINITY, xmax = 0, ymax = 0, ymin = INFINITY;
     for (size_t i = 0; i < ns; i++)
         for (size_t j = 0; j < s[i].n; j++) {
             xmin = fmin(xmin, s[i].x[j]);
             xmax = fmax(xmax, s[i].x[j]);
             ymax = fmax(ymax, s[i].y[j]);
+            if (s[i].y[j] > 0)
+                ymin = fmin(ymin, s[i].y[j]);
         }
     for (size_t i = 0; i < nm; i++) /* the axis reaches the markers too */
         if (m[i].x > 0 && m[i].x < 1e30) {
@@ -74,9 +93,14 @@ void svg_chart(FILE *out, const char *title, const char *xlabel, const char *yla
     double ytop = step * ceil(ymax / step);
     if (ytop <= 0)
         ytop = 1;
+    /* log y: whole decades around the values */
+    double ly0 = floor(log10(ymin < INFINITY ? ymin : 1)), ly1 = ceil(log10(ymax > 0 ? ymax : 10));
+    if (ly1 <= ly0)
+        ly1 = ly0 + 1;
     const double pw = W - ML - MR, ph = H - MT - MB;
 #define PX(x) (ML + (log2(x) - lx0) / (lx1 - lx0) * pw)
-#define PY(y) (MT + ph - (y) / ytop * ph)
+#define PY(y) (logy ? MT + ph - (log10((y) > 0 ? (y) : pow(10, ly0)) - ly0) / (ly1 - ly0) * ph \
+                    : MT + ph - (y) / ytop * ph)
     head(out, W, H, title);
     fprintf(out, "<g class=\"axes\" stroke=\"#000\" fill=\"none\">"
                  "<rect x=\"%d\" y=\"%d\" width=\"%g\" height=\"%g\"/></g>\n",
@@ -91,7 +115,8 @@ void svg_chart(FILE *out, const char *title, const char *xlabel, const char *yla
             fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", x,
                     MT + ph + 16, lab);
     }
-    for (double y = 0; y <= ytop + step / 2; y += step) {
+    for (double t = logy ? ly0 : 0; t <= (logy ? ly1 : ytop + step / 2); t += logy ? 1 : step) {
+        double y = logy ? pow(10, t) : t;
         fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", ML,
                 PY(y), ML + pw, PY(y));
         fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", ML - 6,

@@ -28,6 +28,9 @@ struct svg_marker {
 void svg_chart(FILE *out, const char *title, const char *xlabel, const char *ylabel,
                const char *yunit, const struct svg_series *s, size_t ns,
                const struct svg_marker *m, size_t nm);
+/* The same with a log-10 y axis (values over several decades; y > 0). */
+void svg_chart_logy(FILE *out, const char *title, const char *xlabel, const char *ylabel,
+                    const char *yunit, const struct svg_series *s, size_t ns);
 
 /* One extent of a strip: [start, start+size) of a kind (index into the
  * kinds given to svg_strips), with a tooltip. */

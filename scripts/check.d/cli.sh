@@ -265,6 +265,21 @@ then ok "bench clear --plot: valid SVG, a 3-point line per method of the table, 
 else
     ko "bench clear --plot: exit $rc $(cat "$tmp/err")"
 fi
+run bench map --pattern vmalloc --flush noop --format x86-64 --pages 16 --reps 1 --plot "$tmp/map.svg"
+if [ $rc = 0 ] && python3 - "$tmp/map.svg" <<'PY'
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+series = {g.get("data-name"): g for g in root.iter(ns + "g") if g.get("class") == "series"}
+assert sorted(series) == ["x86-64 eager", "x86-64 lazy", "x86-64 naive"], sorted(series)
+for g in series.values():
+    assert len(g.find(ns + "polyline").get("points").split()) == 1
+PY
+then ok "bench map --pattern vmalloc --plot: valid SVG, one line per mode"
+else
+    ko "bench map --plot: exit $rc $(cat "$tmp/err")"
+fi
+says "--plot needs --pattern vmalloc" bench map --plot "$tmp/x.svg"
 run demo --ram 64M --threads 1 --plot "$tmp/demo.svg"
 if [ $rc = 0 ] && python3 - "$tmp/demo.svg" <<'PY'
 import sys, xml.etree.ElementTree as ET
