@@ -23,14 +23,7 @@
 /* Elapsed time on a terminal while the rows come (suspended around them). */
 static struct progress bm_pr;
 
-/* The engine once more, compiled here: with the depth fixed at compile
- * time (4 levels), and generic (the depth read from the table each level). */
-#define PT_FIXED_NLEV 4
-#define PT_RUN bench_fixed4_run
 #include "../core/pt_engine.h"
-#undef PT_FIXED_NLEV
-#undef PT_NLEV
-#undef PT_RUN
 
 static double now_ns(void)
 {
@@ -268,19 +261,16 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
 
 /* ---- run-time vs compile-time depth ------------------------------------ */
 
-int cli_bench_generic_run(struct pt_op *o, uint64_t va, uint64_t last); /* pt_engine_generic.c */
-
 /* Maps `bytes` of 4K pages one call per page (descent-heavy), unmaps them,
- * then maps and unmaps them in one call each; ns per page. `run` replaces
- * the engine instance the table chose at creation (NULL keeps it). */
-static double depth_round(const struct mmp_pt_config *cfg, mmp_core_pt_run_fn run, uint64_t bytes)
+ * then maps and unmaps them in one call each; ns per page, with the
+ * table's own (depth-specialised) engine instance or the generic one. */
+static double depth_round(const struct mmp_pt_config *cfg, bool generic, uint64_t bytes)
 {
     struct mmp_pt pt;
     struct mmp_pt_ops ops = bench_ops(false);
     if (mmp_pt_init(&pt, cfg, &ops))
         return 0;
-    if (run)
-        pt_of(&pt)->run = run;
+    mmp_core_pt_engine_select(&pt, generic);
     uint64_t va = 1ull << 30, pa = 4ull << 30, n = bytes / 4096;
     double t0 = now_ns();
     for (uint64_t i = 0; i < n; i++)
@@ -299,29 +289,25 @@ static int bench_depth(uint64_t bytes, int reps, bool json)
     if (json)
         printf("[");
     else
-        printf("%-10s %16s %16s %16s %10s %10s\n", "format", "run-time ns/pg", "fixed-4 ns/pg",
-               "generic ns/pg", "run-time", "generic");
+        printf("%-10s %18s %16s %10s\n", "format", "specialised ns/pg", "generic ns/pg",
+               "generic");
     for (size_t f = 0; f < 2; f++) {
         const struct cli_pt_format *fmt = cli_pt_format(fmts[f]);
-        double rt = 1e30, fx = 1e30, gen = 1e30;
+        double sp = 1e30, gen = 1e30;
         for (int r = 0; r < reps; r++) { /* interleaved; the minimum of each */
-            double a = depth_round(&fmt->cfg, NULL, bytes);
-            double b = depth_round(&fmt->cfg, bench_fixed4_run, bytes);
-            double c = depth_round(&fmt->cfg, cli_bench_generic_run, bytes);
-            rt = a < rt ? a : rt;
-            fx = b < fx ? b : fx;
+            double a = depth_round(&fmt->cfg, false, bytes);
+            double c = depth_round(&fmt->cfg, true, bytes);
+            sp = a < sp ? a : sp;
             gen = c < gen ? c : gen;
         }
         progress_suspend(&bm_pr);
         if (json)
             printf("%s\n  {\"format\": \"%s\", \"op\": \"map+unmap\", \"bytes\": %" PRIu64
-                   ", \"runtime_depth_ns_per_page\": %.3f, \"fixed_depth_ns_per_page\": %.3f, "
-                   "\"generic_ns_per_page\": %.3f, \"runtime_overhead\": %.4f, "
-                   "\"generic_overhead\": %.4f}",
-                   f ? "," : "", fmts[f], bytes, rt, fx, gen, rt / fx - 1, gen / fx - 1);
+                   ", \"specialised_ns_per_page\": %.3f, "
+                   "\"generic_ns_per_page\": %.3f, \"generic_overhead\": %.4f}",
+                   f ? "," : "", fmts[f], bytes, sp, gen, gen / sp - 1);
         else
-            printf("%-10s %16.3f %16.3f %16.3f %+9.2f%% %+9.2f%%\n", fmts[f], rt, fx, gen,
-                   (rt / fx - 1) * 100, (gen / fx - 1) * 100);
+            printf("%-10s %18.3f %16.3f %+9.2f%%\n", fmts[f], sp, gen, (gen / sp - 1) * 100);
         progress_resume(&bm_pr);
     }
     if (json)

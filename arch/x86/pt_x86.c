@@ -136,11 +136,22 @@ static uint64_t x86_child(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
     return t;
 }
 
-static bool x86_needs_bbm(uint32_t a, uint32_t b)
+/*
+ * x86 walkers are coherent with stores and there is no architectural
+ * break-before-make, but a change of page size that also changes the frame
+ * or the attributes must go not-present, flush, write (Intel SDM vol. 3A
+ * 4.10.2.3, TLB note 317080): otherwise both translations could be cached
+ * at once. A size-only change (split or fold keeping every translation)
+ * may be one store with a later flush.
+ */
+static bool x86_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_t old, uint64_t nw,
+                          unsigned chg)
 {
-    (void)a;
-    (void)b;
-    return false;
+    (void)g;
+    (void)d;
+    (void)old;
+    (void)nw;
+    return (chg & PT_CHG_SIZE) && (chg & (PT_CHG_OA | PT_CHG_ATTR));
 }
 
 const struct mmp_pt_fmt mmp_core_pt_fmt_x86_64 = {
