@@ -6,6 +6,7 @@
  * after a warm-up. Ends with the ratios the clearing targets are stated in.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 
 #include "clear_impl.h"
 #include "cli.h"
+#include "plot_svg.h"
+#include "progress.h"
 
 enum kind { KERNEL, AUTO, MEMSET, PER_PAGE };
 
@@ -97,7 +100,9 @@ static const char usage[] =
     "              (the ratios go to stderr)\n"
     "  --quick     2 repetitions instead of 7 (under 15 s)\n"
     "  --sizes L   comma-separated sizes (default 4K,2M,32M,256M,1G)\n"
-    "  --reps N    repetitions per method and size\n";
+    "  --reps N    repetitions per method and size\n"
+    "  --plot FILE also an SVG chart: GB/s against size (log axis), one line per\n"
+    "              method, the LLC size and the policy's cold_min marked\n";
 
 #define MAXM 24
 #define MAXS 16
@@ -169,6 +174,53 @@ static void ratios(FILE *out, const struct result *r, size_t nr, const unsigned 
     }
 }
 
+/* --plot: GB/s against size, one series per method, LLC and cold_min marked. */
+static int plot_results(FILE *out, const struct result *r, size_t nr,
+                        const struct method *m, size_t nm, const unsigned long long *sizes,
+                        size_t ns, unsigned cpus, const struct mmp_clear_policy *pol)
+{
+    size_t order[MAXS];
+    for (size_t i = 0; i < ns; i++) { /* sizes ascending, for the lines */
+        size_t j = i;
+        for (; j > 0 && sizes[order[j - 1]] > sizes[i]; j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
+    static double xs[MAXM + 1][MAXS], ys[MAXM + 1][MAXS];
+    struct svg_series sr[MAXM + 1];
+    char mtname[32];
+    size_t nsr = 0;
+    for (size_t i = 0; i <= nm; i++) {
+        bool mt = i == nm;
+        if (mt && cpus < 2)
+            break;
+        size_t n = 0;
+        for (size_t k = 0; k < ns; k++) {
+            double g = find(r, nr, sizes[order[k]], mt ? "auto" : m[i].name, mt ? cpus : 1);
+            if (g > 0)
+                xs[nsr][n] = (double)sizes[order[k]], ys[nsr][n++] = g;
+        }
+        if (!n)
+            continue;
+        snprintf(mtname, sizeof mtname, "auto x%u", cpus);
+        sr[nsr] = (struct svg_series){mt ? mtname : m[i].name, n, xs[nsr], ys[nsr]};
+        nsr++;
+    }
+    const struct mmp_cpu_features *f = mmp_cpu_features();
+    char llc[48], cm[64], title[160];
+    snprintf(llc, sizeof llc, "LLC %llu KiB", (unsigned long long)f->llc_bytes >> 10);
+    snprintf(cm, sizeof cm, "cold_min %llu KiB (%s from here)",
+             (unsigned long long)pol->cold_min >> 10, pol->cold);
+    /* cold_min first: without an LLC figure only it is marked */
+    struct svg_marker mk[2] = {{(double)pol->cold_min, cm}, {(double)f->llc_bytes, llc}};
+    snprintf(title, sizeof title, "mmport bench clear: %s family 0x%x model 0x%x", f->vendor,
+             f->family, f->model);
+    svg_chart(out, title, "bytes per call (log scale)", "GB/s (best of the repetitions)", "GB/s", sr, nsr,
+              mk, f->llc_bytes ? 2 : 1);
+    int bad = ferror(out);
+    return fclose(out) || bad ? (errno ? errno : EIO) : 0;
+}
+
 static int run(int argc, char **argv)
 {
     bool json = false;
@@ -176,33 +228,56 @@ static int run(int argc, char **argv)
     unsigned long long sizes[MAXS] = {4ull << 10, 2ull << 20, 32ull << 20, 256ull << 20,
                                       1ull << 30};
     size_t ns = 5;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i]))
-            return fputs(usage, stdout), 0;
-        if (strcmp(argv[i], "--json") == 0) {
-            json = true;
-        } else if (strcmp(argv[i], "--quick") == 0) {
-            reps = 2;
-        } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-            reps = (unsigned)strtoul(argv[++i], NULL, 10);
-            if (!reps || reps > 100)
-                return cli_usage_error("bench clear", "--reps wants 1..100");
-        } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
-            char *list = argv[++i], *save = NULL;
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"quick", no_argument, NULL, 'q'},
+        {"reps", required_argument, NULL, 'r'},
+        {"sizes", required_argument, NULL, 's'},
+        {"plot", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    static const char cmd[] = "bench clear";
+    const char *plot = NULL;
+    int c;
+    unsigned long long v;
+    cli_getopt_start();
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': return fputs(usage, stdout), 0;
+        case 'j': json = true; break;
+        case 'q': reps = 2; break;
+        case 'p': plot = optarg; break;
+        case 'r':
+            if (!cli_parse_size(optarg, &v) || !v || v > 100)
+                return cli_usage_error(cmd, "--reps '%s': want 1..100", optarg);
+            reps = (unsigned)v;
+            break;
+        case 's': {
+            char *save = NULL;
             ns = 0;
-            for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                if (ns == MAXS || !cli_parse_size(t, &sizes[ns]) || !sizes[ns] ||
-                    sizes[ns] % MMP_PAGE_SIZE)
-                    return cli_usage_error("bench clear", "bad size '%s' (4 KiB multiples)",
-                                           t);
+            for (char *t = strtok_r(optarg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (ns == MAXS)
+                    return cli_usage_error(cmd, "--sizes: more than %d sizes", MAXS);
+                if (!cli_parse_size(t, &sizes[ns]))
+                    return cli_usage_error(cmd, "--sizes: '%s' is not a size (e.g. 2M)", t);
+                if (!sizes[ns] || sizes[ns] % MMP_PAGE_SIZE)
+                    return cli_usage_error(cmd, "--sizes: '%s' is not a multiple of 4K", t);
                 ns++;
             }
             if (!ns)
-                return cli_usage_error("bench clear", "--sizes wants a list");
-        } else {
-            return cli_usage_error("bench clear", "unknown option '%s'", argv[i]);
+                return cli_usage_error(cmd, "--sizes: empty list");
+            break;
+        }
+        default: return cli_opt_error(cmd, c, argv, longopts);
         }
     }
+    if ((c = cli_no_operands(cmd, argc, argv)))
+        return c;
+    /* opened first: a plot that cannot be written fails before the minutes of measuring */
+    FILE *plot_out = plot ? fopen(plot, "w") : NULL;
+    if (plot && !plot_out)
+        return cli_error(cmd, "--plot '%s': %s", plot, strerror(errno));
 
     struct mmp_clear_policy pol;
     mmp_clear_policy(&pol);
@@ -233,6 +308,9 @@ static int run(int argc, char **argv)
     static struct result res[MAXS * (MAXM + 1)];
     size_t nr = 0;
     double t_start = now_s();
+    struct progress pr;
+    uint64_t samples = 0, all_samples = (uint64_t)ns * (nm + 1) * (reps + 1);
+    progress_start(&pr, "bench clear", NULL);
     for (size_t s = 0; s < ns; s++) {
         const struct method *list[MAXM + 1];
         size_t n = 0;
@@ -243,15 +321,18 @@ static int run(int argc, char **argv)
         double best[MAXM + 1] = {0};
         for (size_t i = 0; i < n; i++) /* warm-up */
             sample(list[i], buf, sizes[s]);
+        progress_update(&pr, samples += n, all_samples);
         for (unsigned r = 0; r < reps; r++)
             for (size_t j = 0; j < n; j++) { /* interleaved, rotating the start */
                 size_t i = (j + r) % n;
                 double g = sample(list[i], buf, sizes[s]);
                 best[i] = g > best[i] ? g : best[i];
+                progress_update(&pr, ++samples, all_samples);
             }
         for (size_t i = 0; i < n; i++)
             res[nr++] = (struct result){sizes[s], list[i], best[i]};
     }
+    progress_finish(&pr);
     double elapsed = now_s() - t_start;
     munmap(buf, max);
 
@@ -267,36 +348,58 @@ static int run(int argc, char **argv)
         rout = stderr;
     } else {
         const struct mmp_cpu_features *f = mmp_cpu_features();
-        printf("mmport bench clear: %s family 0x%x model 0x%x, LLC %llu KiB; policy hot=%s "
-               "cold=%s cold_min=%llu KiB%s%s\n",
+        printf("mmport bench clear: %s family 0x%x model 0x%x, LLC %llu KiB\n"
+               "policy hot=%s cold=%s cold_min=%llu KiB%s%s\n",
                f->vendor, f->family, f->model, (unsigned long long)f->llc_bytes >> 10, pol.hot,
                pol.cold, (unsigned long long)pol.cold_min >> 10, pol.quirk ? " quirk=" : "",
                pol.quirk ? pol.quirk : "");
         printf("best of %u after a warm-up, GB/s (1e9 bytes/s)\n\n", reps);
-        printf("%-10s", "size");
-        for (size_t i = 0; i < nm; i++)
-            printf(" %10s", methods[i].name);
-        if (cpus > 1)
-            printf(" %7s x%u", "auto", cpus);
-        printf("\n");
-        for (size_t s = 0; s < ns; s++) {
-            char label[32];
-            if (sizes[s] >= (1ull << 30) && sizes[s] % (1ull << 30) == 0)
-                snprintf(label, sizeof label, "%lluG", sizes[s] >> 30);
-            else if (sizes[s] >= (1ull << 20) && sizes[s] % (1ull << 20) == 0)
-                snprintf(label, sizeof label, "%lluM", sizes[s] >> 20);
-            else
-                snprintf(label, sizeof label, "%lluK", sizes[s] >> 10);
-            printf("%-10s", label);
-            for (size_t i = 0; i < nm; i++)
-                printf(" %10.2f", find(res, nr, sizes[s], methods[i].name, 1));
-            double mt = find(res, nr, sizes[s], "auto", cpus);
-            if (cpus > 1 && mt > 0)
-                printf(" %10.2f", mt);
+        /* One row per method, one column per size: 9 sizes per block keep
+         * the table within 100 columns. */
+        enum { COLS = 9 };
+        for (size_t s0 = 0; s0 < ns; s0 += COLS) {
+            size_t s1 = s0 + COLS < ns ? s0 + COLS : ns;
+            printf("%s%-10s", s0 ? "\n" : "", "method");
+            for (size_t s = s0; s < s1; s++) {
+                char label[32];
+                if (sizes[s] >= (1ull << 30) && sizes[s] % (1ull << 30) == 0)
+                    snprintf(label, sizeof label, "%lluG", sizes[s] >> 30);
+                else if (sizes[s] >= (1ull << 20) && sizes[s] % (1ull << 20) == 0)
+                    snprintf(label, sizeof label, "%lluM", sizes[s] >> 20);
+                else
+                    snprintf(label, sizeof label, "%lluK", sizes[s] >> 10);
+                printf(" %8s", label);
+            }
             printf("\n");
+            for (size_t i = 0; i <= nm; i++) {
+                bool mt = i == nm; /* the last row: auto with one thread per CPU */
+                if (mt && cpus < 2)
+                    break;
+                char name[24];
+                if (mt)
+                    snprintf(name, sizeof name, "auto x%u", cpus);
+                else
+                    snprintf(name, sizeof name, "%s", methods[i].name);
+                printf("%-10s", name);
+                for (size_t s = s0; s < s1; s++) {
+                    double g = find(res, nr, sizes[s], mt ? "auto" : methods[i].name,
+                                    mt ? cpus : 1);
+                    if (g > 0)
+                        printf(" %8.2f", g);
+                    else
+                        printf(" %8s", "-");
+                }
+                printf("\n");
+            }
         }
     }
     ratios(rout, res, nr, sizes, ns, cpus);
+    if (plot) {
+        int rc = plot_results(plot_out, res, nr, methods, nm, sizes, ns, cpus, &pol);
+        if (rc)
+            return cli_error(cmd, "--plot '%s': %s", plot, strerror(rc));
+        fprintf(rout, "plot: %s\n", plot);
+    }
     fprintf(rout, "\n(%.1f s)\n", elapsed);
     return 0;
 }

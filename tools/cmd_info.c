@@ -175,16 +175,24 @@ static void print_json(const struct mmp_cpu_features *f)
 static int run(int argc, char **argv)
 {
     bool json = false, stats = false;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i]))
-            return fputs(cli_cmd_info.usage, stdout), 0;
-        if (strcmp(argv[i], "--json") == 0)
-            json = true;
-        else if (strcmp(argv[i], "--stats") == 0)
-            stats = true;
-        else
-            return cli_usage_error("info", "unknown option '%s'", argv[i]);
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"stats", no_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    cli_getopt_start();
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': return fputs(cli_cmd_info.usage, stdout), 0;
+        case 'j': json = true; break;
+        case 's': stats = true; break;
+        default: return cli_opt_error("info", c, argv, longopts);
+        }
     }
+    if ((c = cli_no_operands("info", argc, argv)))
+        return c;
     const struct mmp_cpu_features *f = mmp_cpu_features();
     if (json) {
         print_json(f);

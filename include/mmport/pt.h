@@ -195,7 +195,7 @@ struct mmp_pt_ops {
      * before any new entry for the range is written. May be NULL (no-op).
      */
     void (*tlb_flush)(void *ctx, uint64_t va, uint64_t size, unsigned flags);
-    void *ctx;
+    void *ctx; /**< passed as the first argument of every hook */
 };
 
 /** One leaf translation, as lookup and walk report it. */
