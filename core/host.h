@@ -26,9 +26,11 @@ void mmp_host_cpu_refine(struct mmp_cpu_features *f);
 const char *mmp_host_getenv(const char *name);
 
 /**
- * Read up to cap - 1 bytes of the file at path into buf, NUL-terminated.
- * Returns the bytes read, or a negative MMP_E* value (-MMP_ENOSYS without
- * an OS, -MMP_ENOENT if it cannot be opened).
+ * Read the whole file at path into buf, NUL-terminated after the bytes
+ * read (which may include NUL bytes). Returns the bytes read, or a
+ * negative MMP_E* value: -MMP_ERANGE if the file holds more than cap - 1
+ * bytes, -MMP_ENOENT if it cannot be opened or read, -MMP_ENOSYS without
+ * an OS.
  */
 long mmp_host_read_file(const char *path, char *buf, size_t cap);
 

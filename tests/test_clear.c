@@ -629,8 +629,8 @@ START_TEST(tuning_file_bad_or_missing_ignored)
     cpu_line(line, sizeof line);
     static const char *const bad[] = {"hot no_such_kernel\n", "cold_min lots\n",
                                       "colour blue\n", ""};
-    static const char *const why[] = {"kernel unknown", "bad cold_min", "unknown key",
-                                      "no cpu line"};
+    static const char *const why[] = {"unknown kernel", "bad cold_min", "unknown key",
+                                      "empty file"};
     /* each case in a child of its own: the file is read once per process */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pid_t pid = fork();

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Linux host services for clearing: environment, files, clock, threads. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -22,15 +23,28 @@ long mmp_host_read_file(const char *path, char *buf, size_t cap)
     if (fd < 0)
         return -MMP_ENOENT;
     size_t got = 0;
-    while (got + 1 < cap) {
-        ssize_t n = read(fd, buf + got, cap - 1 - got);
-        if (n <= 0)
+    long rc = 0;
+    for (;;) {
+        char extra;
+        bool full = got + 1 >= cap; /* only a probe for one byte more is left */
+        ssize_t n = full ? read(fd, &extra, 1) : read(fd, buf + got, cap - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -MMP_ENOENT;
             break;
+        }
+        if (n == 0)
+            break;
+        if (full) {
+            rc = -MMP_ERANGE;
+            break;
+        }
         got += (size_t)n;
     }
     close(fd);
     buf[got] = '\0';
-    return (long)got;
+    return rc ? rc : (long)got;
 }
 
 uint64_t mmp_host_now_ns(void)

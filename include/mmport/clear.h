@@ -25,8 +25,10 @@
  * (non-temporal stores, CLZERO or DC ZVA, for memory not touched soon);
  * MMP_CLEAR_AUTO uses the cold kernel from policy.cold_min bytes up
  * (derived from the last-level cache size). MMPORT_CLEAR_COLD_MIN=<bytes>
- * and a tuning file named by MMPORT_TUNING=<path> (written by
- * `mmport tune`) override the defaults. Environment and tuning file are
+ * (decimal, optional K/M/G suffix) and a tuning file named by
+ * MMPORT_TUNING=<path> (written by `mmport tune`; at most 16 KiB, applied
+ * whole or not at all) override the defaults; what was refused and why is
+ * in mmp_clear_policy() (`mmport info` shows it). Environment and tuning file are
  * read once, at the first call of mmp_clear(), mmp_clear_pages(),
  * mmp_clear_kernels() or mmp_clear_policy(); a bad MMPORT_CLEAR makes every
  * clearing call without opts->kernel fail (see mmp_clear()).
@@ -173,7 +175,20 @@ struct mmp_clear_policy {
     const char *quirk;     /**< matched quirk-table row, or NULL */
     const char *quirk_why; /**< what the row says, or NULL */
     const char *forced;    /**< MMPORT_CLEAR kernel, or NULL */
-    const char *source;    /**< "table", "tuning" (file used), or "table (tuning ignored: why)" */
+    /**
+     * Why MMPORT_CLEAR is refused (unknown kernel, or one this CPU or build
+     * cannot run), or NULL; then every clear without opts->kernel fails
+     * with forced_status.
+     */
+    const char *forced_error;
+    int forced_status;     /**< 0, or -MMP_EINVAL / -MMP_ENOTSUP (see forced_error) */
+    /** Why MMPORT_CLEAR_COLD_MIN was ignored (not a size), or NULL. */
+    const char *cold_min_error;
+    /**
+     * "table", "tuning" (file used), or "table (tuning ignored: why)", why
+     * naming the line and the fault: the file is applied whole or not at all.
+     */
+    const char *source;
     uint32_t bad_hot;      /**< bit i: kernel i bad-listed for hot clears by the quirk row */
     uint32_t bad_cold;     /**< bit i: kernel i bad-listed for cold clears */
 };
@@ -203,13 +218,14 @@ struct mmp_clear_calibration {
     uint32_t mbps[MMP_CLEAR_MAX_KERNELS][MMP_CLEAR_CAL_SIZES];
     const char *hot;   /**< fastest kernel at the small sizes (cache-resident) */
     const char *cold;  /**< fastest cold kernel at the largest size */
-    uint64_t cold_min; /**< smallest size from which cold beats hot by 5% (or ~0) */
+    uint64_t cold_min; /**< smallest size from which cold beats hot by 5% (UINT64_MAX: never) */
 };
 
 /**
  * Measure every available kernel at up to MMP_CLEAR_CAL_SIZES sizes within
  * buf (4 KiB aligned, len >= 4 MiB; best results with len >= 4 x the LLC)
- * and derive hot, cold and cold_min. buf is overwritten with zeroes.
+ * and derive hot, cold and cold_min. All len bytes of buf are overwritten
+ * with zeroes (len need not be a multiple of 4 KiB).
  * @return 0; -MMP_EINVAL for bad buf/len or NULL out; -MMP_ENOSYS if the
  * host has no clock.
  */
