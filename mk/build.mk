@@ -30,6 +30,8 @@ CLI := $(B)/mmport
 TEST_BIN := $(B)/tests/mmport-test
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+# Flags for the library's objects only (configure --enable-general-regs-only).
+$(call obj,$(LIB_SRC)): CFLAGS += $(LIB_CFLAGS)
 
 all: $(LIB_A) $(LIB_SO) $(CLI)
 tests: $(TEST_BIN)

@@ -34,20 +34,22 @@
  * clearing call without opts->kernel fail (see mmp_clear()).
  *
  * Vector registers (kernel or hypervisor embeddings): the x86 kernels
- * avx2_nt and avx512_nt use vector registers (ymm0 / zmm0, and VZEROUPPER,
- * which clears bits 255:128 of every ymm register), and the policy picks
- * one of them as the default cold kernel on AVX2 / AVX-512 CPUs whenever
- * XCR0 enables that state - which any OS using AVX does. In user space
- * that is harmless (vector registers are caller-saved). Code that runs
- * with another context's vector state live - a kernel, or a hypervisor
- * between guest entries - must either save and restore that state around
- * the clearing call (as Linux does with kernel_fpu_begin/end) or force a
- * general-purpose-register kernel: opts->kernel = "movnti" (or "clzero",
- * or a hot kernel such as "rep_stosb"), or MMPORT_CLEAR=movnti (or the
- * cold kernel of a MMPORT_TUNING file). The other x86 kernels and the
- * arm64 kernels dc_zva, stnp, stp and mops use no vector registers; the
- * portable "memset" kernel is C that the compiler may vectorise unless the
- * embedding builds with general-purpose registers only.
+ * avx2_nt and avx512_nt use vector registers (ymm0 / zmm0, and VZEROUPPER),
+ * and the policy picks one of them as the default cold kernel on AVX2 /
+ * AVX-512 CPUs without CLZERO. Forcing a general-register kernel (e.g.
+ * opts->kernel = "movnti") is not enough for code that runs with another
+ * context's vector state live (a kernel, or a hypervisor between guest
+ * entries): at -O2 the compiler itself uses vector registers in the rest
+ * of the library (struct copies, zeroing). Such code either saves and
+ * restores vector state around the calls (as Linux does with
+ * kernel_fpu_begin/end) or builds mmport with -mgeneral-regs-only
+ * (./configure --enable-general-regs-only; `make check` step "genregs"
+ * verifies with objdump that no vector register appears). That build
+ * leaves the vector kernels out: mmp_clear_kernels() lists them
+ * unavailable ("left out: general-register build") and the policy never
+ * picks them. In it, the portable "memset" kernel may become a call to the
+ * environment's memset, which the policy picks only on arches without
+ * kernels of their own.
  */
 #ifndef MMPORT_CLEAR_H
 #define MMPORT_CLEAR_H
