@@ -93,6 +93,13 @@ const struct mmp_core_clear_quirk *mmp_core_clear_quirk_for(const struct mmp_cpu
  */
 void mmp_core_clear_policy_in_force(struct mmp_clear_policy *pol, int *forced, int *forced_err);
 
+/*
+ * Span i of n of a threaded round over npages pages at base: pages
+ * [*first, *end), cut at huge-page boundaries where the spans are large.
+ */
+void mmp_core_clear_span(uintptr_t base, size_t npages, unsigned n, unsigned i, size_t *first,
+                         size_t *end);
+
 /* Largest tuning file accepted (bytes); a longer one is refused whole. */
 #define MMP_CORE_TUNING_MAX (16u << 10)
 

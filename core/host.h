@@ -37,16 +37,27 @@ long mmp_host_read_file(const char *path, char *buf, size_t cap);
 /** Monotonic time in nanoseconds; 0 when the host has no clock. */
 uint64_t mmp_host_now_ns(void);
 
-/** Online CPUs (at least 1). */
+/** CPUs the calling thread may run on (its affinity mask; at least 1). */
 unsigned mmp_host_cpus(void);
 
 /**
  * Run fn(arg, i) for every i in [0, n), concurrently where the host has
- * threads (i = 0 on the calling thread), and return when all are done;
- * their stores are then visible to the caller. Without threads (or if a
- * thread cannot be started) the caller runs the remaining ones itself.
+ * threads (a persistent pool plus the calling thread, each taking the next
+ * index), and return when all are done; their stores are then visible to
+ * the caller. Without threads (or when the pool is busy with another call,
+ * or a thread cannot be started) the caller runs the rest itself.
  */
 void mmp_host_run_parallel(unsigned n, void (*fn)(void *arg, unsigned i), void *arg);
+
+/**
+ * Move the calling thread onto the CPUs of the NUMA node holding the page
+ * at addr, until mmp_host_unplace(). Does nothing where the node is unknown
+ * (page not faulted in, one node, no OS).
+ */
+void mmp_host_place_near(const void *addr);
+
+/** Undo mmp_host_place_near() on the calling thread (nothing if it did nothing). */
+void mmp_host_unplace(void);
 
 /**
  * A zeroed block of `size` bytes private to the calling thread, for

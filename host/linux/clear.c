@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Linux host services for clearing: environment, files, clock, threads. */
+/* Linux host services for clearing: environment, files, clock, the thread pool, NUMA placement. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,41 +59,170 @@ uint64_t mmp_host_now_ns(void)
 
 unsigned mmp_host_cpus(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return (unsigned)CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN); /* more than CPU_SETSIZE CPUs */
     return n > 0 ? (unsigned)n : 1;
 }
 
-struct worker {
-    pthread_t tid;
+/*
+ * The pool: workers started on demand (never more than the CPUs less the
+ * caller), parked on a condition variable between jobs, alive until the
+ * process ends. One job at a time (pool_busy); everything else under
+ * pool_lock, which also orders the workers' stores before the caller's
+ * return. A forked child starts with an empty pool.
+ */
+#define POOL_MAX 255
+static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t pool_done = PTHREAD_COND_INITIALIZER;
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static unsigned pool_workers;
+static struct {
     void (*fn)(void *arg, unsigned i);
     void *arg;
-    unsigned i;
-    bool started;
-};
+    unsigned n, next, left;
+} job;
 
-static void *work(void *p)
+/* Runs indices of the current job until none is left; pool_lock held on entry and exit. */
+static void take_indices(void)
 {
-    struct worker *w = p;
-    w->fn(w->arg, w->i);
+    while (job.next < job.n) {
+        unsigned i = job.next++;
+        void (*fn)(void *, unsigned) = job.fn;
+        void *arg = job.arg;
+        pthread_mutex_unlock(&pool_lock);
+        fn(arg, i);
+        pthread_mutex_lock(&pool_lock);
+        if (--job.left == 0)
+            pthread_cond_signal(&pool_done);
+    }
+}
+
+static void *worker(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&pool_lock);
+    for (;;) {
+        while (job.next >= job.n)
+            pthread_cond_wait(&pool_wake, &pool_lock);
+        take_indices();
+    }
     return NULL;
+}
+
+static void pool_after_fork(void)
+{
+    /* The child has only the forking thread: no workers, nothing held. */
+    pthread_mutex_init(&pool_busy, NULL);
+    pthread_mutex_init(&pool_lock, NULL);
+    pthread_cond_init(&pool_wake, NULL);
+    pthread_cond_init(&pool_done, NULL);
+    pool_workers = 0;
+    job.n = job.next = job.left = 0;
+}
+
+static void pool_init(void)
+{
+    pthread_atfork(NULL, NULL, pool_after_fork);
+}
+
+/* Starts workers until there are want; pool_lock held. */
+static void pool_grow(unsigned want)
+{
+    want = want > POOL_MAX ? POOL_MAX : want;
+    while (pool_workers < want) {
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&t, &at, worker, NULL);
+        pthread_attr_destroy(&at);
+        if (rc)
+            break; /* fewer workers; the caller takes what they leave */
+        pthread_setname_np(t, "mmport-clear"); /* visible in top -H, ps -L */
+        pool_workers++;
+    }
 }
 
 void mmp_host_run_parallel(unsigned n, void (*fn)(void *arg, unsigned i), void *arg)
 {
-    struct worker w[256];
-    if (n > 256)
-        n = 256;
-    for (unsigned i = 1; i < n; i++) {
-        w[i] = (struct worker){.fn = fn, .arg = arg, .i = i};
-        w[i].started = pthread_create(&w[i].tid, NULL, work, &w[i]) == 0;
-    }
-    fn(arg, 0);
-    for (unsigned i = 1; i < n; i++) {
-        if (w[i].started)
-            pthread_join(w[i].tid, NULL); /* join orders the thread's stores before ours */
-        else
+    pthread_once(&pool_once, pool_init);
+    if (n <= 1 || pthread_mutex_trylock(&pool_busy) != 0) {
+        for (unsigned i = 0; i < n; i++)
             fn(arg, i);
+        return;
     }
+    pthread_mutex_lock(&pool_lock);
+    unsigned cpus = mmp_host_cpus();
+    pool_grow((n < cpus ? n : cpus) - 1);
+    job.fn = fn;
+    job.arg = arg;
+    job.n = n;
+    job.next = 0;
+    job.left = n;
+    pthread_cond_broadcast(&pool_wake);
+    take_indices();
+    while (job.left)
+        pthread_cond_wait(&pool_done, &pool_lock);
+    job.n = job.next = 0;
+    pthread_mutex_unlock(&pool_lock);
+    pthread_mutex_unlock(&pool_busy);
+}
+
+/* ---- NUMA placement, without libnuma ----------------------------------------- */
+
+static __thread cpu_set_t placed_from;
+static __thread bool placed;
+
+/* The CPUs of NUMA node `node` from sysfs ("0-3,8-11"); false if unknown. */
+static bool node_cpus(int node, cpu_set_t *set)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/sys/devices/system/node/node%d/cpulist", node);
+    long n = mmp_host_read_file(path, buf, sizeof buf);
+    if (n <= 0)
+        return false;
+    CPU_ZERO(set);
+    for (char *p = buf; *p && *p != '\n';) {
+        char *end;
+        unsigned long lo = strtoul(p, &end, 10), hi = lo;
+        if (end == p)
+            return false;
+        if (*end == '-')
+            hi = strtoul(end + 1, &end, 10);
+        for (unsigned long c = lo; c <= hi && c < CPU_SETSIZE; c++)
+            CPU_SET(c, set);
+        p = *end == ',' ? end + 1 : end;
+    }
+    return CPU_COUNT(set) > 0;
+}
+
+void mmp_host_place_near(const void *addr)
+{
+    void *page = (void *)((uintptr_t)addr & ~(uintptr_t)(MMP_PAGE_SIZE - 1));
+    int status = -1;
+    /* move_pages() with no target nodes only reports where each page is. */
+    if (syscall(SYS_move_pages, 0, 1ul, &page, NULL, &status, 0) != 0 || status < 0)
+        return;
+    cpu_set_t now, want;
+    if (!node_cpus(status, &want) || sched_getaffinity(0, sizeof now, &now) != 0)
+        return;
+    CPU_AND(&want, &want, &now);
+    if (!CPU_COUNT(&want) || CPU_EQUAL(&want, &now) ||
+        sched_setaffinity(0, sizeof want, &want) != 0)
+        return;
+    placed_from = now;
+    placed = true;
+}
+
+void mmp_host_unplace(void)
+{
+    if (placed)
+        sched_setaffinity(0, sizeof placed_from, &placed_from);
+    placed = false;
 }
 
 /*

@@ -26,11 +26,21 @@ unsigned mmp_host_cpus(void)
     return 1;
 }
 
-/* Spans run one after another on the calling thread. */
+/* Spans run one after another on the calling thread (mmp_clear_set_runner()
+ * brings the hypervisor's own workers). */
 void mmp_host_run_parallel(unsigned n, void (*fn)(void *arg, unsigned i), void *arg)
 {
     for (unsigned i = 0; i < n; i++)
         fn(arg, i);
+}
+
+void mmp_host_place_near(const void *addr)
+{
+    (void)addr;
+}
+
+void mmp_host_unplace(void)
+{
 }
 
 void *mmp_host_thread_block(size_t size)

@@ -93,9 +93,14 @@ struct mmp_clear_opts {
     void *yield_arg;          /**< passed to yield */
     /**
      * Threads clearing the range, each a contiguous span (0 or 1: only the
-     * calling thread). Capped at the pages to clear; at most
-     * MMP_CLEAR_MAX_THREADS. A freestanding build (host/none) runs the spans
-     * one after another on the calling thread.
+     * calling thread); at most MMP_CLEAR_MAX_THREADS. Capped at the pages
+     * to clear and at the CPUs the calling thread may run on (its affinity
+     * mask), or at the workers of a runner (mmp_clear_set_runner()). Spans
+     * of 8 MiB and more are cut at 2 MiB boundaries (4 GiB and more: 1 GiB)
+     * so no huge page is split between threads. Hosted, the threads are a
+     * pool created at first use and reused by every later call (one call
+     * at a time uses it; a concurrent or nested call runs its spans on its
+     * own thread). A freestanding build without a runner uses one thread.
      */
     unsigned threads;
     /** Kernel name from mmp_clear_kernels(), or NULL for the policy / MMPORT_CLEAR. */
@@ -106,14 +111,23 @@ struct mmp_clear_opts {
      * error.
      */
     size_t *cleared;
+    unsigned flags; /**< MMP_CLEAR_NUMA, or 0 */
 };
+
+/**
+ * mmp_clear_opts::flags: run each span on a CPU of the NUMA node that holds
+ * its memory (hosted Linux: move_pages() finds the node of the span's first
+ * page, sched_setaffinity() moves the thread there for the span and back
+ * after). Memory not yet faulted in has no node: the span runs where it is.
+ */
+#define MMP_CLEAR_NUMA 1u
 
 /**
  * Zero len bytes at addr.
  * @return 0; -MMP_EINVAL for NULL or non-4 KiB-aligned addr, len not a
  * multiple of 4 KiB, an unknown kernel name (opts or MMPORT_CLEAR), an
- * unknown hint, a chunk that is not a multiple of 4 KiB, or threads above
- * MMP_CLEAR_MAX_THREADS; -MMP_EOVERFLOW if addr + len wraps; -MMP_ENOTSUP
+ * unknown hint, a chunk that is not a multiple of 4 KiB, threads above
+ * MMP_CLEAR_MAX_THREADS, or an unknown flag; -MMP_EOVERFLOW if addr + len wraps; -MMP_ENOTSUP
  * if the forced kernel cannot run on this CPU (it is never executed);
  * -MMP_EINTR if yield cancelled (opts->cleared says how much is zero).
  * len == 0 with a valid addr succeeds and writes nothing.
@@ -140,6 +154,26 @@ struct mmp_clear_kernel {
  * index). *n receives the count (n may be NULL). Never fails.
  */
 MMP_API const struct mmp_clear_kernel *mmp_clear_kernels(size_t *n);
+
+/** One span of a threaded round: the runner calls it once for each i in [0, n). */
+typedef void (*mmp_clear_span_fn)(void *span_arg, unsigned i);
+
+/**
+ * Runs span(span_arg, i) for every i in [0, n), on any threads, and returns
+ * when all have returned, their stores ordered before its return (a
+ * release by each worker and an acquire by the runner, as any join gives).
+ */
+typedef void (*mmp_clear_runner_fn)(void *ctx, unsigned n, mmp_clear_span_fn span,
+                                    void *span_arg);
+
+/**
+ * Runs the spans of threaded clears (opts->threads > 1) on the caller's own
+ * workers - a hypervisor's per-CPU threads, or a freestanding build's only
+ * way to clear in parallel - instead of the built-in pool. workers (0 = 1)
+ * caps opts->threads. run = NULL goes back to the built-in pool. Call it
+ * before clearing with threads, never during a clear. Never fails.
+ */
+MMP_API void mmp_clear_set_runner(mmp_clear_runner_fn run, void *ctx, unsigned workers);
 
 /** Most kernels mmp_clear_kernels() may list. */
 #define MMP_CLEAR_MAX_KERNELS 16u
