@@ -192,6 +192,8 @@ struct round {
     size_t npages;
     unsigned n;
     bool numa;
+    bool populate;        /* mmp_clear_populate(): fault each span in first */
+    volatile AO_t failed; /* a span could not be populated: the call fails */
 };
 
 /* Page-index cut i of n over npages pages at base, moved to the nearest multiple of align pages. */
@@ -223,15 +225,21 @@ void mmp_core_clear_span(uintptr_t base, size_t npages, unsigned n, unsigned i, 
 
 static void run_span(void *arg, unsigned i)
 {
-    const struct round *r = arg;
+    struct round *r = arg;
     size_t a, b;
     mmp_core_clear_span((uintptr_t)r->base, r->npages, r->n, i, &a, &b);
     if (b <= a)
         return;
     char *p = r->base + a * MMP_PAGE_SIZE;
+    size_t len = (b - a) * MMP_PAGE_SIZE;
     if (r->numa)
         mmp_host_place_near(p);
-    invoke(r->k, r->fn, p, (b - a) * MMP_PAGE_SIZE, false);
+    /* -MMP_ENOSYS: no populate call here; the clearing stores fault pages in. */
+    int err = r->populate ? mmp_host_populate(p, len) : 0;
+    if (err && err != -MMP_ENOSYS)
+        AO_store(&r->failed, 1);
+    else
+        invoke(r->k, r->fn, p, len, false);
     if (r->numa)
         mmp_host_unplace();
     /* Pool workers never exit: their counts reach the shared counters now. */
@@ -304,7 +312,7 @@ static int prepare(const struct clear_state *s, void *addr, size_t len,
 }
 
 static __attribute__((noinline)) int clear_opts(void *addr, size_t len,
-                                                const struct mmp_clear_opts *opts);
+                                                const struct mmp_clear_opts *opts, bool populate);
 
 int mmp_clear(void *addr, size_t len, const struct mmp_clear_opts *opts)
 {
@@ -320,10 +328,15 @@ int mmp_clear(void *addr, size_t len, const struct mmp_clear_opts *opts)
         count(k, len, true);
         return s->fn[k](addr, len); /* 0; a tail call */
     }
-    return clear_opts(addr, len, opts);
+    return clear_opts(addr, len, opts, false);
 }
 
-static int clear_opts(void *addr, size_t len, const struct mmp_clear_opts *opts)
+int mmp_clear_populate(void *addr, size_t len, const struct mmp_clear_opts *opts)
+{
+    return clear_opts(addr, len, opts, true);
+}
+
+static int clear_opts(void *addr, size_t len, const struct mmp_clear_opts *opts, bool populate)
 {
     static const struct mmp_clear_opts defaults;
     const struct mmp_clear_opts *o = opts ? opts : &defaults;
@@ -338,7 +351,7 @@ static int clear_opts(void *addr, size_t len, const struct mmp_clear_opts *opts)
     }
 
     unsigned threads = o->threads > 1 ? threads_for(o->threads) : 1;
-    if (!o->yield && threads == 1) { /* the common case, kept short */
+    if (!o->yield && threads == 1 && !populate) { /* the common case, kept short */
         if (len)
             invoke(k, s->fn[k], addr, len, true);
         else
@@ -350,7 +363,7 @@ static int clear_opts(void *addr, size_t len, const struct mmp_clear_opts *opts)
     /* Without a callback there is nothing to bound: one round. */
     size_t per = o->yield ? (o->chunk ? o->chunk : MMP_CLEAR_DEFAULT_CHUNK) : len;
     size_t step = threads == 1 ? per : per > len / threads ? len : per * threads;
-    struct round r = {k, s->fn[k], addr, 0, 0, (o->flags & MMP_CLEAR_NUMA) != 0};
+    struct round r = {k, s->fn[k], addr, 0, 0, (o->flags & MMP_CLEAR_NUMA) != 0, populate, 0};
     size_t done = 0;
     bool counted = false;
     while (done < len) {
@@ -358,11 +371,18 @@ static int clear_opts(void *addr, size_t len, const struct mmp_clear_opts *opts)
         r.base = (char *)addr + done;
         r.npages = n / MMP_PAGE_SIZE;
         r.n = r.npages < threads ? (unsigned)r.npages : threads;
-        if (r.n == 1) { /* the common case: no division, one count */
+        if (r.n == 1 && !populate) { /* the common case: no division, one count */
             counted = !o->yield && n == len;
             invoke(k, r.fn, r.base, n, counted);
+        } else if (r.n == 1) {
+            run_span(&r, 0);
         } else {
             run_round(&r);
+        }
+        if (AO_load(&r.failed)) {
+            if (o->cleared)
+                *o->cleared = done; /* the rounds before this one are resident and zero */
+            return -MMP_ENOMEM;
         }
         done += n;
         if (o->yield && o->yield(o->yield_arg, done, len) && done < len) {

@@ -136,4 +136,22 @@ void mmp_core_put_u64(struct mmp_core_sink *o, uint64_t v);
 /* Appends the "cpu <arch> <vendor> <family> <model> <midr>" line of a tuning file for f. */
 void mmp_core_clear_put_cpu(struct mmp_core_sink *o, const struct mmp_cpu_features *f);
 
+/* The five words of that line (the vendor as one word), separated by sep. */
+void mmp_core_clear_put_cpu_id(struct mmp_core_sink *o, const struct mmp_cpu_features *f,
+                               char sep);
+
+/*
+ * The per-CPU-model file in the user's cache directory that the policy
+ * loads by default (core/clear_verify.c), into path. Returns its length, or
+ * -MMP_ENOSYS without a host, -MMP_ERANGE if cap is too small.
+ */
+int mmp_core_clear_cache_path(const struct mmp_cpu_features *f, char *path, size_t cap);
+
+/*
+ * Without MMPORT_TUNING: applies that file if it is there; else, on a CPU
+ * without a quirk row, measures briefly, writes it and applies it.
+ */
+void mmp_core_clear_verify(const struct mmp_cpu_features *f, uint32_t usable,
+                           struct mmp_clear_policy *pol);
+
 #endif

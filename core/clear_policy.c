@@ -204,7 +204,9 @@ bool mmp_core_parse_size(const char *s, uint64_t *v)
  */
 static char vendor_char(char c)
 {
-    return c == ' ' ? '_' : c;
+    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '-' || c == '.';
+    return keep ? c : '_';
 }
 
 static bool vendor_word_is(const char *w, const char *vendor)
@@ -216,18 +218,26 @@ static bool vendor_word_is(const char *w, const char *vendor)
     return !*w && !*vendor;
 }
 
-void mmp_core_clear_put_cpu(struct mmp_core_sink *o, const struct mmp_cpu_features *f)
+void mmp_core_clear_put_cpu_id(struct mmp_core_sink *o, const struct mmp_cpu_features *f,
+                               char sep)
 {
-    char v[sizeof f->vendor];
+    char v[sizeof f->vendor], s[2] = {sep, '\0'};
     size_t i = 0;
     for (; f->vendor[i] && i + 1 < sizeof v; i++)
         v[i] = vendor_char(f->vendor[i]);
     v[i] = '\0';
-    mmp_core_put(o, "cpu "), mmp_core_put(o, mmp_arch_name(f->arch)), mmp_core_put(o, " ");
-    mmp_core_put(o, i ? v : "-"), mmp_core_put(o, " ");
-    mmp_core_put_u64(o, f->family), mmp_core_put(o, " ");
-    mmp_core_put_u64(o, f->model), mmp_core_put(o, " ");
-    mmp_core_put_u64(o, f->midr), mmp_core_put(o, "\n");
+    mmp_core_put(o, mmp_arch_name(f->arch)), mmp_core_put(o, s);
+    mmp_core_put(o, i ? v : "-"), mmp_core_put(o, s);
+    mmp_core_put_u64(o, f->family), mmp_core_put(o, s);
+    mmp_core_put_u64(o, f->model), mmp_core_put(o, s);
+    mmp_core_put_u64(o, f->midr);
+}
+
+void mmp_core_clear_put_cpu(struct mmp_core_sink *o, const struct mmp_cpu_features *f)
+{
+    mmp_core_put(o, "cpu ");
+    mmp_core_clear_put_cpu_id(o, f, ' ');
+    mmp_core_put(o, "\n");
 }
 
 /* Next space/tab-separated word of the line at *p (NUL-terminated), in place. */
@@ -398,6 +408,8 @@ void mmp_core_clear_policy_in_force(struct mmp_clear_policy *pol, int *forced, i
     const char *path = mmp_host_getenv("MMPORT_TUNING");
     if (path && *path)
         apply_tuning_file(path, f, usable, pol);
+    else if (!mmp_host_getenv("MMPORT_CLEAR"))
+        mmp_core_clear_verify(f, usable, pol);
     uint64_t b;
     const char *cm = mmp_host_getenv("MMPORT_CLEAR_COLD_MIN");
     if (cm && mmp_core_parse_size(cm, &b)) {

@@ -34,6 +34,26 @@ const char *mmp_host_getenv(const char *name);
  */
 long mmp_host_read_file(const char *path, char *buf, size_t cap);
 
+/**
+ * Write len bytes of text to the file at path, whole or not at all
+ * (temporary file, then rename), creating its directories if needed. 0, or -MMP_ENOENT if it cannot, -MMP_ENOSYS without an OS.
+ */
+int mmp_host_write_file(const char *path, const char *text, size_t len);
+
+/**
+ * "<cache dir>/name" into path: $MMPORT_CACHE_DIR, else
+ * $XDG_CACHE_HOME/mmport, else $HOME/.cache/mmport. Returns the length,
+ * -MMP_ERANGE if cap is too small, -MMP_ENOSYS where there is none.
+ */
+int mmp_host_cache_path(const char *name, char *path, size_t cap);
+
+/**
+ * len bytes of writable scratch memory, resident (faulted in), for a
+ * measurement; NULL where there is none. Freed with mmp_host_scratch_free().
+ */
+void *mmp_host_scratch(size_t len);
+void mmp_host_scratch_free(void *p, size_t len);
+
 /** Monotonic time in nanoseconds; 0 when the host has no clock. */
 uint64_t mmp_host_now_ns(void);
 
@@ -55,6 +75,14 @@ void mmp_host_run_parallel(unsigned n, void (*fn)(void *arg, unsigned i), void *
  * (page not faulted in, one node, no OS).
  */
 void mmp_host_place_near(const void *addr);
+
+/**
+ * Fault [addr, addr + len) in writable (Linux: MADV_POPULATE_WRITE) so the
+ * clearing stores take no page faults. 0 when done; -MMP_ENOSYS where the
+ * host cannot (then the stores fault the pages in); -MMP_ENOMEM if the
+ * range cannot be backed (not mapped, not writable, out of memory).
+ */
+int mmp_host_populate(void *addr, size_t len);
 
 /** Undo mmp_host_place_near() on the calling thread (nothing if it did nothing). */
 void mmp_host_unplace(void);

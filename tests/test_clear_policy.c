@@ -350,8 +350,94 @@ START_TEST(calibrate_zeroes_the_tail)
 }
 END_TEST
 
+/* ---- trust but verify: the per-CPU-model file ----------------------------------- */
+
+static char cache_dir[] = "/tmp/mmport-cache-XXXXXX";
+
+static void cache_path(char *path, size_t cap)
+{
+    ck_assert_int_gt(mmp_core_clear_cache_path(mmp_cpu_features(), path, cap), 0);
+}
+
+static void policy_child(const void *arg)
+{
+    const char *want = arg; /* prefix of policy.source */
+    struct mmp_clear_policy p;
+    mmp_clear_policy(&p);
+    CHILD_ASSERT(strncmp(p.source, want, strlen(want)) == 0, "source '%s', want '%s...'",
+                 p.source, want);
+}
+
+START_TEST(first_use_measures_once_and_caches_per_cpu)
+{
+    char path[512];
+    cache_path(path, sizeof path);
+    ck_assert_ptr_nonnull(strstr(path, cache_dir));
+    unlink(path);
+    struct mmp_clear_policy table;
+    mmp_clear_policy_for(mmp_cpu_features(), &table);
+    if (table.quirk) {
+        /* a row is trusted: nothing measured, nothing written */
+        in_child("row", policy_child, "table");
+        ck_assert_int_ne(access(path, F_OK), 0);
+    } else {
+        in_child("first use", policy_child, "measured at first use, cached in ");
+        FILE *f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        char text[2048];
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[n] = '\0';
+        char line[128];
+        cpu_line(line, sizeof line);
+        ck_assert_ptr_nonnull(strstr(text, line));
+        ck_assert_ptr_nonnull(strstr(text, "\nhot "));
+        ck_assert_ptr_nonnull(strstr(text, "\ncold "));
+        in_child("second use", policy_child, "cached file ");
+        /* a broken file is reported and replaced by a new measurement */
+        f = fopen(path, "a");
+        fputs("bogus line\n", f);
+        fclose(f);
+        in_child("broken file", policy_child, "measured at first use");
+        in_child("replaced", policy_child, "cached file ");
+        /* measuring off: the table */
+        unlink(path);
+        setenv("MMPORT_CLEAR_VERIFY", "0", 1);
+        in_child("verify off", policy_child, "table");
+        unsetenv("MMPORT_CLEAR_VERIFY");
+        ck_assert_int_ne(access(path, F_OK), 0);
+    }
+    /* a file written there (mmport tune does) is loaded, row or not */
+    char text[512], line[128];
+    cpu_line(line, sizeof line);
+    const char *hot = mmp_cpu_features()->arch == MMP_ARCH_ARM64 ? "stp" : "memset";
+    if (mmp_cpu_features()->arch == MMP_ARCH_X86_64)
+        hot = "unrolled";
+    snprintf(text, sizeof text, "%shot %s\n", line, hot);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    in_child("tune's file", policy_child, "cached file ");
+    /* MMPORT_TUNING wins over it */
+    setenv("MMPORT_TUNING", "/nonexistent/tuning", 1);
+    in_child("MMPORT_TUNING", policy_child, "table (tuning ignored: cannot read");
+    unsetenv("MMPORT_TUNING");
+    unlink(path);
+}
+END_TEST
+
 Suite *mmp_suite_clear_policy(void)
 {
+    /*
+     * Every test process of this run keeps its first-use measurement in a
+     * directory of its own, not the user's ~/.cache/mmport (set before any
+     * test forks; a run that sets MMPORT_CACHE_DIR keeps it).
+     */
+    if (!getenv("MMPORT_CACHE_DIR") && mkdtemp(cache_dir))
+        setenv("MMPORT_CACHE_DIR", cache_dir, 1);
+    else if (getenv("MMPORT_CACHE_DIR"))
+        snprintf(cache_dir, sizeof cache_dir, "%s", getenv("MMPORT_CACHE_DIR"));
     Suite *s = suite_create("clear_policy");
     MMP_ADD(s, tuner_file_with_cold_never_loads);
     MMP_ADD(s, tuning_file_read_whole);
@@ -360,5 +446,6 @@ Suite *mmp_suite_clear_policy(void)
     MMP_ADD(s, sizes_parse_strictly);
     MMP_ADD(s, env_refusals_reported);
     MMP_ADD(s, calibrate_zeroes_the_tail);
+    MMP_ADD(s, first_use_measures_once_and_caches_per_cpu);
     return s;
 }

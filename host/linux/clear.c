@@ -7,10 +7,14 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "atomic.h"
 #include "host.h"
 
 const char *mmp_host_getenv(const char *name)
@@ -48,6 +52,67 @@ long mmp_host_read_file(const char *path, char *buf, size_t cap)
     close(fd);
     buf[got] = '\0';
     return rc ? rc : (long)got;
+}
+
+int mmp_host_write_file(const char *path, const char *text, size_t len)
+{
+    char dir[512], tmp[540];
+    size_t n = strlen(path);
+    if (n >= sizeof dir)
+        return -MMP_ENOENT;
+    memcpy(dir, path, n + 1);
+    /* mkdir -p of the directory: existing ones are fine, a failure shows at open() */
+    for (char *s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        mkdir(dir, 0755);
+        *s = '/';
+    }
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -MMP_ENOENT;
+    bool ok = true;
+    for (size_t done = 0; ok && done < len;) {
+        ssize_t w = write(fd, text + done, len - done);
+        ok = w > 0 || (w < 0 && errno == EINTR);
+        done += w > 0 ? (size_t)w : 0;
+    }
+    ok = close(fd) == 0 && ok && rename(tmp, path) == 0;
+    if (!ok)
+        unlink(tmp);
+    return ok ? 0 : -MMP_ENOENT;
+}
+
+int mmp_host_cache_path(const char *name, char *path, size_t cap)
+{
+    const char *d = secure_getenv("MMPORT_CACHE_DIR"), *x = secure_getenv("XDG_CACHE_HOME");
+    const char *h = secure_getenv("HOME");
+    int n;
+    if (d && *d)
+        n = snprintf(path, cap, "%s/%s", d, name);
+    else if (x && *x)
+        n = snprintf(path, cap, "%s/mmport/%s", x, name);
+    else if (h && *h)
+        n = snprintf(path, cap, "%s/.cache/mmport/%s", h, name);
+    else
+        return -MMP_ENOSYS;
+    return n < 0 || (size_t)n >= cap ? -MMP_ERANGE : n;
+}
+
+void *mmp_host_scratch(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    madvise(p, len, MADV_HUGEPAGE); /* fewer faults; the kernels then meet no TLB misses */
+    if (mmp_host_populate(p, len) != 0)
+        memset(p, 0, len);
+    return p;
+}
+
+void mmp_host_scratch_free(void *p, size_t len)
+{
+    munmap(p, len);
 }
 
 uint64_t mmp_host_now_ns(void)
@@ -170,6 +235,26 @@ void mmp_host_run_parallel(unsigned n, void (*fn)(void *arg, unsigned i), void *
     job.n = job.next = 0;
     pthread_mutex_unlock(&pool_lock);
     pthread_mutex_unlock(&pool_busy);
+}
+
+/* ---- populating ------------------------------------------------------------ */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14, uapi asm-generic/mman-common.h */
+#endif
+/* 0 = not probed, 1 = the kernel knows MADV_POPULATE_WRITE, 2 = it does not */
+static volatile AO_t populate_known;
+
+int mmp_host_populate(void *addr, size_t len)
+{
+    if (!AO_load(&populate_known)) /* an unknown advice fails even for len 0 */
+        AO_store(&populate_known, madvise(addr, 0, MADV_POPULATE_WRITE) == 0 ? 1 : 2);
+    if (AO_load(&populate_known) != 1)
+        return -MMP_ENOSYS;
+    while (madvise(addr, len, MADV_POPULATE_WRITE) != 0)
+        if (errno != EINTR && errno != EAGAIN)
+            return -MMP_ENOMEM; /* not mapped, not writable (EINVAL), out of memory */
+    return 0;
 }
 
 /* ---- NUMA placement, without libnuma ----------------------------------------- */

@@ -135,6 +135,20 @@ struct mmp_clear_opts {
 MMP_API int mmp_clear(void *addr, size_t len, const struct mmp_clear_opts *opts);
 
 /**
+ * Make len bytes at addr resident and zero in one pass, for a VMM bringing
+ * guest RAM up: each thread faults its span in (hosted Linux:
+ * MADV_POPULATE_WRITE, Linux 5.14 and later; elsewhere the clearing stores
+ * fault the pages in) and clears it. opts as for mmp_clear(): threads (the
+ * pool), chunk and yield (progress after each round, and cancellation),
+ * hint, kernel, flags. The range may be fresh (never touched) or resident.
+ * @return as mmp_clear(); and -MMP_ENOMEM if part of the range cannot be
+ * backed (not mapped, not writable, out of memory): the rounds before the
+ * failing one are resident and zero (opts->cleared says how far), the
+ * failing round may be partly populated and cleared.
+ */
+MMP_API int mmp_clear_populate(void *addr, size_t len, const struct mmp_clear_opts *opts);
+
+/**
  * Zero npages 4 KiB pages at addr with the default options (AUTO hint).
  * @return as mmp_clear(); -MMP_EOVERFLOW if npages * 4096 overflows.
  */
