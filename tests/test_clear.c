@@ -672,6 +672,9 @@ START_TEST(policy_for_fake_cpus)
     expect(&f, "rep_stosb", "avx2_nt", "intel-skylake-sp");
     /* Zen 5: CLZERO for cold. */
     f = fake_x86("AuthenticAMD", 0x1a, 0x02, X86_ALL | MMP_CPU_CLZERO, 32u << 20);
+    expect(&f, "rep_stosb", "clzero", "amd-zen5");
+    /* Zen 4 (Genoa): no row, verified at first use instead */
+    f = fake_x86("AuthenticAMD", 0x19, 0x11, X86_ALL | MMP_CPU_CLZERO, 32u << 20);
     expect(&f, "rep_stosb", "clzero", NULL);
     /* Zen 2: no ERMS, rep stosq for hot. */
     f = fake_x86("AuthenticAMD", 0x17, 0x31,
