@@ -59,9 +59,15 @@ int mmp_clear_calibrate(void *buf, size_t len, struct mmp_clear_calibration *out
             continue;
         for (size_t s = 0; s < out->nsizes; s++)
             out->mbps[k][s] = measure(fn, evict, buf, out->size[s]);
-        /* hot: cache-resident sizes; cold: the largest, cold kernels first */
+        /*
+         * hot: the fastest cache-allocating kernel at the cache-resident
+         * sizes (an NT kernel can win there on evicted lines, but a hot clear
+         * is for memory used soon), this arch's own before the portable one;
+         * cold: the largest size, cold kernels first.
+         */
         uint64_t h = (uint64_t)out->mbps[k][0] + out->mbps[k][1];
-        if (h > hot_g)
+        if (!mmp_core_clear_kdesc[k].cold &&
+            (hot < 0 || (k != MMP_K_MEMSET && (hot == MMP_K_MEMSET || h > hot_g))))
             hot_g = h, hot = (int)k;
         bool is_cold = mmp_core_clear_kdesc[k].cold;
         bool cur_cold = cold >= 0 && mmp_core_clear_kdesc[cold].cold;

@@ -977,6 +977,10 @@ START_TEST(calibrate_measures_every_available_kernel)
             ck_assert_msg((cal.mbps[i][s] > 0) == k[i].available, "%s at %zu", k[i].name, s);
     ck_assert(k[mmp_core_clear_lookup(cal.hot)].available);
     ck_assert(k[mmp_core_clear_lookup(cal.cold)].available);
+    /* hot is a cache-allocating kernel, and the arch's own where it has one */
+    ck_assert_msg(!k[mmp_core_clear_lookup(cal.hot)].cold, "hot %s is a cold kernel", cal.hot);
+    if (mmp_cpu_features()->arch != MMP_ARCH_GENERIC)
+        ck_assert_str_ne(cal.hot, "memset");
     gbuf_free(&g);
 }
 END_TEST
