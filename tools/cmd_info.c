@@ -39,8 +39,12 @@ static void print_clear(void)
     printf("\nclearing policy (%s)\n", p.source);
     printf("  %-16s %s\n", "hot", p.hot);
     printf("  %-16s %s\n", "cold", p.cold);
-    printf("  %-16s %" PRIu64 " KiB (from %s): AUTO uses %s below, %s from there\n",
-           "cold_min", p.cold_min >> 10, p.cold_min_from, p.hot, p.cold);
+    if (p.cold_min == UINT64_MAX)
+        printf("  %-16s never (from %s): AUTO always uses %s\n", "cold_min", p.cold_min_from,
+               p.hot);
+    else
+        printf("  %-16s %" PRIu64 " KiB (from %s): AUTO uses %s below, %s from there\n",
+               "cold_min", p.cold_min >> 10, p.cold_min_from, p.hot, p.cold);
     if (p.forced)
         printf("  %-16s %s (MMPORT_CLEAR)\n", "forced", p.forced);
     if (p.forced_error)
