@@ -34,7 +34,6 @@ CLI := $(B)/mmport
 TEST_BIN := $(B)/tests/mmport-test
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
-
 # Flags only the library's objects get (configure --enable-general-regs-only).
 $(call obj,$(LIB_SRC)): OBJ_CFLAGS = $(LIB_CFLAGS)
 

@@ -7,12 +7,14 @@
 
 #include <mmport/mmport.h>
 
+#include "clear_impl.h"
 #include "cli.h"
 #include "progress.h"
 
 static int run(int argc, char **argv)
 {
-    const char *path = "mmport-tuning.conf";
+    static char cache[512];
+    const char *path = NULL; /* the file the library loads by default */
     unsigned long long size = 0;
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},
@@ -38,6 +40,9 @@ static int run(int argc, char **argv)
     }
     if ((c = cli_no_operands("tune", argc, argv)))
         return c;
+    if (!path && mmp_core_clear_cache_path(mmp_cpu_features(), cache, sizeof cache) < 0)
+        return cli_error("tune", "no cache directory (HOME unset): give -o FILE");
+    path = path ? path : cache;
     if (!size) { /* 4 x the LLC, between 64 MiB and 1 GiB */
         size = mmp_cpu_features()->llc_bytes * 4;
         size = size < (64u << 20) ? (64u << 20) : size > (1u << 30) ? (1u << 30) : size;
@@ -63,7 +68,11 @@ static int run(int argc, char **argv)
     if (!f || fwrite(text, 1, (size_t)n, f) != (size_t)n || fclose(f) != 0)
         return cli_error("tune", "cannot write %s", path);
     fputs(text, stdout);
-    printf("\nwrote %s; use it with MMPORT_TUNING=%s\n", path, path);
+    if (path == cache)
+        printf("\nwrote %s: the library loads it by default on this CPU model (delete it to "
+               "go back to the table)\n", path);
+    else
+        printf("\nwrote %s; use it with MMPORT_TUNING=%s\n", path, path);
     return 0;
 }
 
@@ -74,10 +83,12 @@ const struct cli_command cli_cmd_tune = {
              "Measures every available clearing kernel at a few sizes (lines evicted\n"
              "before each sample), picks the hot kernel (fastest in cache), the cold\n"
              "kernel (fastest at the largest size) and the size from which cold wins,\n"
-             "and writes them, bound to this CPU, to FILE (default mmport-tuning.conf).\n"
-             "MMPORT_TUNING=FILE makes the library use it; a file for another CPU is\n"
-             "ignored. The defaults without a file are already good.\n\n"
-             "  -o, --output=FILE  output file\n"
+             "and writes them, bound to this CPU, to FILE. By default FILE is the\n"
+             "per-CPU-model file in the cache directory ($MMPORT_CACHE_DIR, else\n"
+             "$XDG_CACHE_HOME/mmport, else ~/.cache/mmport), which the library loads\n"
+             "by default; with -o, MMPORT_TUNING=FILE makes it use the file. A file for\n"
+             "another CPU is ignored.\n\n"
+             "  -o, --output=FILE  output file (default: the cache file, see mmport info)\n"
              "  --size=BYTES       largest size measured (default 4 x LLC, 64M..1G)\n",
     .run = run,
 };
