@@ -389,25 +389,35 @@ static void map_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
                      MMP_FLUSH_LEAF);
     }
     uint64_t pa = pa_a - (uint64_t)(a - lo) * sz, cont = g->cont_bit;
-    /* v: the descriptor for pa. It steps by sz like pa, except where pa
-     * crosses into a moved OA field (pt_oa_wrap): then it is re-encoded. */
-    uint64_t wrap = pt_oa_wrap(g), v = tm | pt_oa_enc(g, pa);
+    /* v: the descriptor for pa, stepping by sz like pa within a segment
+     * that does not cross into a moved OA field (pt_oa_wrap: a multiple of
+     * 2^48 or 2^50, so almost always one segment); re-encoded per segment.
+     * Runs are aligned to their size and never cross such a point. */
+    uint64_t wrap = pt_oa_wrap(g);
     unsigned k = lo;
     while (k <= hi) {
-        if (R > 1 && !(k & (R - 1)) && k + R - 1 <= hi) {
-            /* A run is aligned to its size: it never crosses such a point. */
-            for (unsigned m = 0; m < R; m++, v += sz)
-                pt_st(&t[k + m], v | cont);
-            pa += (uint64_t)R * sz;
-            k += R;
-        } else {
-            pt_st(&t[k], v);
-            pa += sz;
-            v += sz;
-            k++;
+        unsigned end = hi, k0 = k;
+        if (wrap != ~0ull) {
+            uint64_t left = ((wrap + 1) - (pa & wrap)) / sz; /* entries before the crossing */
+            if (left - 1 < (uint64_t)(hi - k))
+                end = k + (unsigned)left - 1;
         }
-        if (!(pa & wrap))
-            v = tm | pt_oa_enc(g, pa);
+        uint64_t v = tm | pt_oa_enc(g, pa);
+        if (R == 1) /* no runs: the plain store loop */
+            for (; k <= end; k++, v += sz)
+                pt_st(&t[k], v);
+        while (k <= end) {
+            if (R > 1 && !(k & (R - 1)) && k + R - 1 <= end) {
+                for (unsigned m = 0; m < R; m++, v += sz)
+                    pt_st(&t[k + m], v | cont);
+                k += R;
+            } else {
+                pt_st(&t[k], v);
+                v += sz;
+                k++;
+            }
+        }
+        pa += (uint64_t)(k - k0) * sz;
     }
     wrote(o, hi - lo + 1, priv);
 }
@@ -630,14 +640,15 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
                 uint64_t exp = 0, nv = 0;
                 bool chain = false;
                 for (; k <= f1; k++) {
-                    uint64_t e = pt_ld(&t[k]);
-                    if (chain && e == exp) {
-                        pt_st(&t[k], nv);
-                        n++;
-                        exp += sz;
-                        nv += sz;
-                        continue;
+                    if (chain) { /* the tight loop: continuing entries */
+                        unsigned k0 = k;
+                        for (; k <= f1 && pt_ld(&t[k]) == exp; k++, exp += sz, nv += sz)
+                            pt_st(&t[k], nv);
+                        n += k - k0;
+                        if (k > f1)
+                            break;
                     }
+                    uint64_t e = pt_ld(&t[k]);
                     uint64_t v = unmap ? 0 : (e & keep) | tmpl;
                     if (ask ? (e & tmask) != last_tm || tm_bbm : !(e & vb))
                         break;

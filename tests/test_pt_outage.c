@@ -135,7 +135,10 @@ static void run_outage(const struct mmp_pt_config *cfg, uint64_t leaf, bool whol
                              0);
         }
         AO_store_release(&o.changed, (AO_t)-1);
-        for (int spin = 0; spin < 50; spin++)
+        /* Let the readers in (a loaded machine may not have run them yet),
+         * bounded: about a second at most. */
+        AO_t before = AO_load_acquire(&o.reads);
+        for (int spin = 0; spin < 200000 && AO_load_acquire(&o.reads) < before + 64; spin++)
             sched_yield();
     }
     AO_store_release(&o.stop, 1);

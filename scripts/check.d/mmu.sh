@@ -42,7 +42,7 @@ build() { # build <arch> [variant: flip, or clang to compile with clang]
 run() {
     label=$1 okrc=$2; shift 2
     log=$out/logs/run-$label.log
-    timeout ${RUN_TIMEOUT:-60} "$@" > "$log" 2>&1 < /dev/null
+    timeout ${RUN_TIMEOUT:-300} "$@" > "$log" 2>&1 < /dev/null
     rc=$?
     tr -d '\r' < "$log" | grep -E '^(PASS|FAIL|SKIP): |^note: [0-9]+ translations compared' |
         sed "s|^\([A-Za-z]*\): |\1: $label: |"
@@ -60,7 +60,7 @@ run() {
 run_flip() {
     label=$1 okrc=$2; shift 2
     log=$out/logs/run-$label.log
-    timeout ${RUN_TIMEOUT:-60} "$@" > "$log" 2>&1 < /dev/null
+    timeout ${RUN_TIMEOUT:-300} "$@" > "$log" 2>&1 < /dev/null
     rc=$?
     nf=$(grep -c '^FAIL: ' "$log")
     # okrc "any": the emulator's exit status says nothing (Bochs), FAIL lines do
