@@ -1,23 +1,49 @@
 #!/bin/sh
-# The checks' own test: build the engine with a deliberately planted bug
-# (-DMMP_TEST_PLANT=n, see core/pt_engine.h) and require the fuzz-corpus
-# replay to catch it. A check that passes a broken engine has no teeth.
-#   1: unmap forgets to free one emptied table (a leak)
-#   2: a contiguous run is marked when it is one entry short
+# The checks' own test: every tests/planted/N.patch plants one bug (its
+# first line says which) in a copy of the tree, build/planted-N/src; the
+# fuzz replay built there must catch it on the checked-in corpus, with a
+# message from the fuzzer's models. A check that passes a broken engine has
+# no teeth; a patch that no longer applies is a failure too (remake it
+# against the current engine).
 set -u
-pass=0 fail=0
-for n in 1 2; do
-    b=build/planted-$n
-    if ! make --no-print-directory -f mk/build.mk B=$b ARCH="$(uname -m)" CC=gcc \
-        VFLAGS="-DMMP_TEST_PLANT=$n" fuzz > $b.log 2>&1; then
-        tail -5 $b.log; echo "FAIL: building planted bug $n"; fail=$((fail + 1)); continue
-    fi
-    if out=$($b/fuzz/fuzz_pt fuzz/corpus/pt 2>&1); then
-        echo "FAIL: planted bug $n went unnoticed by the fuzz replay"; fail=$((fail + 1))
+. scripts/check-step.sh
+top=$(pwd)
+for p in tests/planted/*.patch; do
+    [ -f "$p" ] || { ko "no planted bugs in tests/planted"; break; }
+    n=$(basename "$p" .patch)
+    what=$(head -1 "$p")
+    d=build/planted-$n
+    rm -rf "$d"
+    mkdir -p "$d/src"
+    # The sources as tracked (plus config.mak); a tree without git: the source dirs.
+    if git ls-files > "$d/files" 2>/dev/null && [ -s "$d/files" ]; then
+        tar -cf - -T "$d/files" | tar -xf - -C "$d/src"
     else
-        echo "PASS: planted bug $n caught: $(echo "$out" | grep 'fuzz_pt:' | head -1 | cut -c1-200)"
-        pass=$((pass + 1))
+        cp -R core arch include host fuzz tests mk Makefile "$d/src/"
+    fi
+    cp config.mak "$d/src/"
+    if ! (cd "$d/src" && patch -p1 -s --dry-run < "$top/$p" > "$top/$d/patch.log" 2>&1); then
+        cat "$d/patch.log"
+        ko "planted $n: $p no longer applies to this tree ($what)"
+        continue
+    fi
+    (cd "$d/src" && patch -p1 -s < "$top/$p")
+    if ! make --no-print-directory -C "$d/src" -f mk/build.mk B=build ARCH="$(uname -m)" CC=gcc \
+        fuzz > "$d/build.log" 2>&1; then
+        tail -5 "$d/build.log"
+        ko "planted $n: building the fuzz replay with it ($what)"
+        continue
+    fi
+    out=$( ("$d/src/build/fuzz/fuzz_pt" fuzz/corpus/pt) 2>&1)
+    rc=$?
+    msg=$(echo "$out" | grep 'fuzz_pt:' | head -1 | cut -c1-240)
+    if [ $rc = 0 ]; then
+        ko "planted $n went unnoticed by the fuzz replay ($what)"
+    elif [ -z "$msg" ]; then
+        echo "$out" | tail -5
+        ko "planted $n: the replay failed without a model's message ($what)"
+    else
+        ok "planted $n caught ($what): $msg"
     fi
 done
-[ -n "${MMPORT_TEST_RESULTS:-}" ] && echo "$pass $fail 0" > "$MMPORT_TEST_RESULTS"
-[ $fail = 0 ]
+step_results
