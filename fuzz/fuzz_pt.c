@@ -39,7 +39,8 @@
  * pages, bit 7 offset phys_to_virt), byte 2 flush_ranges and pa_bits, then
  * 8-byte operations {op, unit, va_lo, va_hi, pa_lo, pa_hi, count, attrs};
  * op bits 3-4 pick the window, 5-6 the per-call map flags, 7 a pa window
- * at the top of the output space.
+ * at the top of the output space; count bits 4-5 continue or repeat the
+ * previous operation's range.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -1216,8 +1217,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     e.offset_p2v = data[1] >> 7;
     e.gs = fc->granule == 4096 ? 12 : fc->granule == 16384 ? 14 : 16;
     unsigned pab = pa_bits ? pa_bits : x86 ? 52 : 48;
-    /* Table pages at the top GiB of the output space (offset mode). */
-    e.tbl_base = (1ull << pab) - (1ull << 30);
+    /* Table pages at the top of the output space (offset mode). */
+    e.tbl_base = (1ull << pab) - MAXPAGES * SLOT;
     struct mmp_pt_ops ops = {f_alloc, f_free, e.offset_p2v ? f_p2v : NULL, f_flush, &e};
     static struct mmp_pt pt;
     if (mmp_pt_init(&pt, &cfg, &ops))
@@ -1268,11 +1269,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (((info.block_sizes | info.cont_sizes) >> b) & 1 && (1ull << b) <= w.size)
             units[nunits++] = 1ull << b;
 
+    uint64_t blk1 = 1ull << 63; /* the smallest block above the granule */
+    for (unsigned b = 63; b > e.gs; b--)
+        if ((info.block_sizes >> b) & 1)
+            blk1 = 1ull << b;
+
     struct pt_model m;
     pt_model_init(&m);
     char what[200];
     long fail_next = 0;
     struct lazy_track lz = {0, 0};
+    struct prev_op {
+        unsigned win;
+        uint64_t voff, poff, pbase, len;
+    } prev = {0, 0, 0, 0, fc->granule};
     for (size_t off = 3; off + 8 <= size; off += 8) {
         const uint8_t *b = data + off;
         uint64_t unit = units[(b[1] & 0x3f) % nunits];
@@ -1289,14 +1299,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (o.len > cap)
             o.len = cap;
         uint64_t voff = ((uint64_t)(b[2] | b[3] << 8) * unit) % w.size;
+        uint64_t pbase = b[0] & 0x80 ? (1ull << pab) - pw : 0;
+        uint64_t poff = ((uint64_t)(b[4] | b[5] << 8) * unit) % pw;
+        /* count bit 4: right after the previous operation (va and pa), so
+         * that calls complete runs and blocks together (folds); bit 5: the
+         * previous operation's range again (unmap, then map it anew). */
+        if (b[6] & 0x30) {
+            win = prev.win;
+            pbase = prev.pbase;
+            voff = prev.voff + (b[6] & 0x10 ? prev.len : 0);
+            poff = prev.poff + (b[6] & 0x10 ? prev.len : 0);
+            if (b[6] & 0x20)
+                o.len = prev.len;
+        }
+        if (o.len > cap)
+            o.len = cap;
         if (voff + o.len > w.size)
             voff = w.size - o.len;
         o.va = w.base[win] + voff;
-        uint64_t pbase = b[0] & 0x80 ? (1ull << pab) - pw : 0;
-        uint64_t poff = ((uint64_t)(b[4] | b[5] << 8) * unit) % pw;
         if (poff + o.len > pw)
             poff = pw - o.len;
         o.pa = pbase + poff;
+        /* A map whose va and pa disagree below the first block size writes
+         * pages only: keep it small. */
+        if (o.kind <= OP_MAP_REPLACE && ((o.va ^ o.pa) & (blk1 - 1)) && o.len > MAX_OP_BYTES_SMALL)
+            o.len = MAX_OP_BYTES_SMALL;
+        if (o.kind <= OP_PROTECT)
+            prev = (struct prev_op){win, voff, poff, pbase, o.len};
         o.attrs = pick_attrs(b[7], fc->format, e.el2);
         cov.ops++;
         cov.kinds |= 1u << o.kind;
@@ -1358,6 +1387,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snprintf(what, sizeof what, "%s va=%#llx pa=%#llx len=%#llx attrs=%#x flags=%#x",
                  names[o.kind], (ull)o.va, (ull)o.pa, (ull)o.len, o.attrs, o.mflags);
 
+        if (trace)
+            fprintf(stderr, "%s ...\n", what);
         int want = o.kind == OP_MAP && pt_model_any_mapped(&m, model_va(&w, win, o.va), o.len)
                        ? -MMP_EEXIST
                        : 0;
@@ -1376,7 +1407,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rc = apply(&pt, &o);
         }
         if (trace)
-            fprintf(stderr, "%s window %u -> %d\n", what, win, rc);
+            fprintf(stderr, "%s window %u -> %d (%ld table pages)\n", what, win, rc, e.live);
         if (rc != want)
             FAILF(what, "returned %d, expected %d", rc, want);
         if (rc == 0)

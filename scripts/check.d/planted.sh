@@ -34,7 +34,7 @@ for p in tests/planted/*.patch; do
         ko "planted $n: building the fuzz replay with it ($what)"
         continue
     fi
-    out=$( ("$d/src/build/fuzz/fuzz_pt" fuzz/corpus/pt) 2>&1)
+    out=$( ("$d/src/build/fuzz/fuzz_pt" fuzz/corpus/pt; exit $?) 2>&1)
     rc=$?
     msg=$(echo "$out" | grep 'fuzz_pt:' | head -1 | cut -c1-240)
     if [ $rc = 0 ]; then
