@@ -8,7 +8,7 @@
 set -u
 . scripts/check-step.sh
 top=$(pwd)
-for p in tests/planted/*.patch; do
+for p in $(ls tests/planted/*.patch 2>/dev/null | sort -V); do
     [ -f "$p" ] || { ko "no planted bugs in tests/planted"; break; }
     n=$(basename "$p" .patch)
     what=$(head -1 "$p")
@@ -28,7 +28,7 @@ for p in tests/planted/*.patch; do
         continue
     fi
     (cd "$d/src" && patch -p1 -s < "$top/$p")
-    if ! make --no-print-directory -C "$d/src" -f mk/build.mk B=build ARCH="$(uname -m)" CC=gcc \
+    if ! make --no-print-directory -j2 -C "$d/src" -f mk/build.mk B=build ARCH="$(uname -m)" CC=gcc \
         fuzz > "$d/build.log" 2>&1; then
         tail -5 "$d/build.log"
         ko "planted $n: building the fuzz replay with it ($what)"
