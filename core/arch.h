@@ -28,4 +28,20 @@ void mmp_arch_cpu_detect(struct mmp_cpu_features *f);
  */
 int (*mmp_arch_clear_fn(unsigned id))(void *addr, size_t len);
 
+/**
+ * Make descriptor stores visible to the table walker before a TLB
+ * invalidation or before the new mappings are relied on (arm64: dsb ishst;
+ * isb). Inline; optional: the default is a compiler barrier.
+ */
+static inline void mmp_arch_pt_barrier(void);
+
+/**
+ * Order the stores filling a new table before the store linking it (arm64:
+ * dmb ishst, as Linux's smp_wmb() in pmd_install). Inline; optional: the
+ * default is a compiler barrier.
+ */
+static inline void mmp_arch_pt_publish(void);
+
+#include "../arch/generic/pt_barrier.h" /* defaults of the optional inline hooks */
+
 #endif

@@ -8,6 +8,7 @@
 #define MMPORT_CORE_HOST_H
 
 #include <mmport/cpu.h>
+#include <mmport/pt.h>
 
 /**
  * The OS's hardware-capability words (Linux AT_HWCAP / AT_HWCAP2).
@@ -54,6 +55,13 @@ void mmp_host_run_parallel(unsigned n, void (*fn)(void *arg, unsigned i), void *
  * host/none returns NULL.
  */
 void *mmp_host_thread_block(size_t size);
+
+/**
+ * The built-in table allocator behind mmp_pt_init(ops = NULL): heap pages,
+ * pa == va, no-op flush (host/linux); NULL where there is no heap
+ * (host/none), and mmp_pt_init then returns -EINVAL.
+ */
+const struct mmp_pt_ops *mmp_host_pt_default_ops(void);
 
 /** Core's side of mmp_host_thread_block(): flushes a block at thread exit. */
 void mmp_core_thread_block_exit(void *block);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Page tables: creation, lookup, walk, geometry and counters. */
-#include "pt_int.h"
+#include "pt_engine.h"
+#include "pt_walk.h"
 
 int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 {
@@ -9,6 +10,8 @@ int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
     case MMP_PT_X86_64: f = &mmp_core_pt_fmt_x86_64; break;
     case MMP_PT_ARM64_S1: f = &mmp_core_pt_fmt_arm64_s1; break;
     case MMP_PT_ARM64_S2: f = &mmp_core_pt_fmt_arm64_s2; break;
+    case MMP_PT_X86_EPT: f = &mmp_core_pt_fmt_x86_ept; break;
+    case MMP_PT_X86_NPT: f = &mmp_core_pt_fmt_x86_npt; break;
     default: return -MMP_EINVAL;
     }
     __builtin_memset(g, 0, sizeof *g);
@@ -19,11 +22,14 @@ int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 
 #define CFG_FLAGS                                                                  \
     (MMP_PT_NO_BLOCKS | MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER |      \
-     MMP_PT_KEEP_TABLES | MMP_PT_EL2)
+     MMP_PT_KEEP_TABLES | MMP_PT_EL2 | CFG_EPT_FLAGS)
+#define CFG_EPT_FLAGS (MMP_PT_EPT_XO | MMP_PT_EPT_AD | MMP_PT_EPT_MBEC)
 
 int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct mmp_pt_ops *ops)
 {
     if (!p || !cfg || (cfg->flags & ~CFG_FLAGS) || cfg->flush_ranges > PT_MAX_RANGES)
+        return -MMP_EINVAL;
+    if ((cfg->flags & CFG_EPT_FLAGS) && cfg->format != MMP_PT_X86_EPT)
         return -MMP_EINVAL;
     if (!ops)
         ops = mmp_host_pt_default_ops();
@@ -34,9 +40,7 @@ int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct 
     int rc = mmp_core_pt_geom(&pt->g, cfg);
     if (rc)
         return rc;
-    static const mmp_core_pt_run_fn runs[] = {NULL, NULL, mmp_core_pt_run2, mmp_core_pt_run3,
-                                               mmp_core_pt_run4, mmp_core_pt_run5};
-    pt->run = runs[pt->g.nlev];
+    mmp_core_pt_engine_select(p, false);
     pt->ops = *ops;
     pt->cfg_flags = cfg->flags;
     pt->max_ranges = (uint8_t)(cfg->flush_ranges ? cfg->flush_ranges : 4);
@@ -53,19 +57,10 @@ int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct 
     return 0;
 }
 
-static void free_tree(struct pt *pt, uint64_t *t, unsigned d)
+static void free_page(void *arg, void *va, uint64_t pa)
 {
-    if (d + 1 < pt->g.nlev) {
-        for (size_t i = 0; i < pt_nent(&pt->g, d); i++) {
-            uint64_t e = t[i];
-            if (pt_kind(&pt->g, d, e) == PT_TABLE) {
-                uint64_t *c = pt_child(pt, e);
-                free_tree(pt, c, d + 1);
-                pt->ops.free_table(pt->ops.ctx, c, e & pt->g.tbl_oa_mask,
-                                   (size_t)1 << pt->g.granule_shift);
-            }
-        }
-    }
+    struct pt *pt = (struct pt *)arg;
+    pt->ops.free_table(pt->ops.ctx, va, pa, (size_t)1 << pt->g.granule_shift);
 }
 
 void mmp_pt_fini(struct mmp_pt *p)
@@ -76,7 +71,7 @@ void mmp_pt_fini(struct mmp_pt *p)
     if (!pt->root)
         return;
     mmp_core_pt_sync(pt);
-    free_tree(pt, pt->root, 0);
+    pt_for_each_table(pt, 0, pt->root, free_page, pt);
     pt->ops.free_table(pt->ops.ctx, pt->root, pt->root_pa, pt->g.root_bytes);
     __builtin_memset(p, 0, sizeof *p);
 }
@@ -103,6 +98,41 @@ int mmp_core_pt_check_va(const struct pt *pt, uint64_t va, uint64_t size, uint64
     return 0;
 }
 
+struct walk_ctx {
+    const struct pt *pt;
+    mmp_pt_walk_fn fn;
+    void *arg;
+};
+
+/* Read-only walks: every valid leaf in the range goes to w->fn; a non-zero
+ * return stops the walk and is returned. */
+static int read_span(void *ctx, struct pt_slot *s)
+{
+    struct walk_ctx *w = (struct walk_ctx *)ctx;
+    const struct mmp_pt_geom *g = &w->pt->g;
+    uint64_t sz = (uint64_t)1 << g->shift[s->d];
+    for (uint64_t va = s->va;; va = (va | (sz - 1)) + 1) {
+        uint64_t e = pt_ld_acquire(&s->t[pt_idx(g, s->d, va)]);
+        if (pt_kind(g, s->d, e) == PT_LEAF) {
+            struct mmp_pt_leaf l;
+            pt_leaf_of(w->pt, s->d, e, va, &l);
+            int rc = w->fn(w->arg, &l);
+            if (rc)
+                return rc;
+        }
+        if ((va | (sz - 1)) >= s->span_last)
+            return 0;
+    }
+}
+
+static const struct pt_visitor read_visitor = {.flags = PT_V_ACQUIRE, .span = read_span};
+
+static int lookup_leaf(void *arg, const struct mmp_pt_leaf *l)
+{
+    *(struct mmp_pt_leaf *)arg = *l;
+    return 1;
+}
+
 int mmp_pt_lookup(const struct mmp_pt *p, uint64_t va, struct mmp_pt_leaf *out)
 {
     if (!p || !out)
@@ -115,71 +145,9 @@ int mmp_pt_lookup(const struct mmp_pt *p, uint64_t va, struct mmp_pt_leaf *out)
                                   (uint64_t)1 << pt->g.granule_shift, &last);
     if (rc)
         return rc;
-    const struct mmp_pt_geom *g = &pt->g;
-    const uint64_t *t = pt->root;
-    for (unsigned d = 0; d < g->nlev; d++) {
-        uint64_t e = pt_ld_acquire(&t[pt_idx(g, d, va)]);
-        switch (pt_kind(g, d, e)) {
-        case PT_INV:
-            return -MMP_ENOENT;
-        case PT_TABLE:
-            t = pt_child(pt, e);
-            continue;
-        default: {
-            uint64_t sz = (uint64_t)1 << g->shift[d];
-            out->va = va & ~(sz - 1);
-            out->pa = e & g->oa_mask[d];
-            out->size = sz;
-            out->attrs = g->fmt->attrs(g, d, e);
-            out->level = (uint8_t)(g->first_level + g->level_step * (int)d);
-            out->kind = (e & g->cont_bit) ? MMP_LEAF_CONT
-                        : d + 1 == g->nlev ? MMP_LEAF_PAGE
-                                           : MMP_LEAF_BLOCK;
-            out->desc = e;
-            return 0;
-        }
-        }
-    }
-    return -MMP_ENOENT;
-}
-
-struct walk_ctx {
-    const struct pt *pt;
-    mmp_pt_walk_fn fn;
-    void *arg;
-};
-
-static int walk_tbl(struct walk_ctx *w, unsigned d, const uint64_t *t, uint64_t va, uint64_t last)
-{
-    const struct mmp_pt_geom *g = &w->pt->g;
-    uint64_t sz = (uint64_t)1 << g->shift[d];
-    for (;;) {
-        uint64_t slast = va | (sz - 1);
-        if (slast > last)
-            slast = last;
-        uint64_t e = pt_ld_acquire(&t[pt_idx(g, d, va)]);
-        int k = pt_kind(g, d, e), rc = 0;
-        if (k == PT_TABLE) {
-            rc = walk_tbl(w, d + 1, pt_child(w->pt, e), va, slast);
-        } else if (k == PT_LEAF) {
-            struct mmp_pt_leaf l;
-            l.va = va & ~(sz - 1);
-            l.pa = e & g->oa_mask[d];
-            l.size = sz;
-            l.attrs = g->fmt->attrs(g, d, e);
-            l.level = (uint8_t)(g->first_level + g->level_step * (int)d);
-            l.kind = (e & g->cont_bit) ? MMP_LEAF_CONT
-                     : d + 1 == g->nlev ? MMP_LEAF_PAGE
-                                        : MMP_LEAF_BLOCK;
-            l.desc = e;
-            rc = w->fn(w->arg, &l);
-        }
-        if (rc)
-            return rc;
-        if (slast == last)
-            return 0;
-        va = slast + 1;
-    }
+    struct walk_ctx w = {pt, lookup_leaf, out};
+    rc = pt_walk(&read_visitor, &w, pt, pt->g.nlev, 0, pt->root, false, va, va);
+    return rc < 0 ? rc : rc ? 0 : -MMP_ENOENT;
 }
 
 int mmp_pt_walk(const struct mmp_pt *p, uint64_t va, uint64_t size, mmp_pt_walk_fn fn, void *arg)
@@ -192,7 +160,7 @@ int mmp_pt_walk(const struct mmp_pt *p, uint64_t va, uint64_t size, mmp_pt_walk_
     if (rc)
         return rc;
     struct walk_ctx w = {pt, fn, arg};
-    return walk_tbl(&w, 0, pt->root, va, last);
+    return pt_walk(&read_visitor, &w, pt, pt->g.nlev, 0, pt->root, false, va, last);
 }
 
 uint64_t mmp_pt_root(const struct mmp_pt *p)
@@ -220,7 +188,7 @@ int mmp_pt_info(const struct mmp_pt *p, struct mmp_pt_info *out)
     out->start_level = g->first_level;
     out->root_tables = g->root_tables;
     out->root_bytes = g->root_bytes;
-    if (g->fmt->format != MMP_PT_X86_64)
+    if (g->fmt->format == MMP_PT_ARM64_S1 || g->fmt->format == MMP_PT_ARM64_S2)
         out->t0sz = 64u - g->va_bits;
     if (g->fmt->format == MMP_PT_ARM64_S2)
         out->sl0 = g->start_level_enc;
@@ -233,5 +201,23 @@ int mmp_pt_info(const struct mmp_pt *p, struct mmp_pt_info *out)
         if (g->cont[d])
             out->cont_sizes |= 1ull << (g->shift[d] + g->cont[d]);
     }
+    return 0;
+}
+
+int mmp_pt_regs(const struct mmp_pt *p, uint16_t id, struct mmp_pt_regs *out)
+{
+    if (!p || !out || !cpt_of(p)->root)
+        return -MMP_EINVAL;
+    const struct pt *pt = cpt_of(p);
+    const struct mmp_pt_fmt *f = pt->g.fmt;
+    /* Widest id: PCID 12 bits (SDM 3A 4.10.1); none for EPT / NPT (VPID
+     * and ASID live in the VMCS / VMCB); ASID / VMID 16 bits on arm64. */
+    uint16_t id_max = f->format == MMP_PT_X86_64                                ? 0xfff
+                      : f->format == MMP_PT_X86_EPT || f->format == MMP_PT_X86_NPT ? 0
+                                                                                  : 0xffff;
+    if (id > id_max || !f->regs)
+        return -MMP_EINVAL;
+    __builtin_memset(out, 0, sizeof *out);
+    f->regs(&pt->g, pt->root_pa, id, out);
     return 0;
 }

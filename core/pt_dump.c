@@ -1,33 +1,64 @@
 /* SPDX-License-Identifier: MIT */
 /* Usage counts and the text dump (freestanding: a tiny formatter, no libc). */
-#include "pt_int.h"
+#include "pt_walk.h"
 
-static void usage_tbl(const struct pt *pt, unsigned d, const uint64_t *t, struct mmp_pt_usage *u)
+struct usage {
+    const struct pt *pt;
+    struct mmp_pt_usage *u;
+    bool any[MMP_PT_MAXLEV]; /* the table at depth d has a valid entry */
+};
+
+static void usage_leaf(struct usage *w, unsigned d, unsigned i, uint64_t e)
 {
-    const struct mmp_pt_geom *g = &pt->g;
-    bool any = false;
-    for (size_t i = 0; i < pt_nent(g, d); i++) {
-        uint64_t e = pt_ld_acquire(&t[i]);
-        int k = pt_kind(g, d, e);
-        if (k == PT_INV)
-            continue;
-        any = true;
-        if (k == PT_TABLE) {
-            u->table_pages++;
-            usage_tbl(pt, d + 1, pt_child(pt, e), u);
-            continue;
-        }
-        u->mapped_bytes += (uint64_t)1 << g->shift[d];
-        if (d + 1 == g->nlev)
-            u->pages++;
-        else
-            u->blocks++;
-        if ((e & g->cont_bit) && !(i & ((1u << g->cont[d]) - 1)))
-            u->cont_runs++;
-    }
-    if (!any && d)
-        u->empty_tables++;
+    const struct mmp_pt_geom *g = &w->pt->g;
+    w->u->mapped_bytes += (uint64_t)1 << g->shift[d];
+    if (d + 1 == g->nlev)
+        w->u->pages++;
+    else
+        w->u->blocks++;
+    if ((e & g->cont_bit) && !(i & ((1u << g->cont[d]) - 1)))
+        w->u->cont_runs++;
 }
+
+static int usage_entry(void *ctx, struct pt_slot *s)
+{
+    struct usage *w = (struct usage *)ctx;
+    if (s->kind == PT_INV)
+        return PT_SKIP;
+    w->any[s->d] = true;
+    if (s->kind == PT_LEAF) {
+        usage_leaf(w, s->d, s->i, s->e);
+        return PT_SKIP;
+    }
+    w->u->table_pages++;
+    w->any[s->d + 1] = false;
+    return pt_descend(s, pt_child(w->pt, s->e), PT_TABLE, false);
+}
+
+static int usage_span(void *ctx, struct pt_slot *s)
+{
+    struct usage *w = (struct usage *)ctx;
+    const struct mmp_pt_geom *g = &w->pt->g;
+    for (unsigned i = s->i, j = pt_idx(g, s->d, s->span_last); i <= j; i++) {
+        uint64_t e = pt_ld_acquire(&s->t[i]);
+        if (pt_kind(g, s->d, e) == PT_INV)
+            continue;
+        w->any[s->d] = true;
+        usage_leaf(w, s->d, i, e);
+    }
+    return 0;
+}
+
+static int usage_post(void *ctx, struct pt_slot *s)
+{
+    struct usage *w = (struct usage *)ctx;
+    if (!w->any[s->d + 1])
+        w->u->empty_tables++;
+    return 0;
+}
+
+static const struct pt_visitor usage_visitor = {
+    .flags = PT_V_ACQUIRE, .entry = usage_entry, .span = usage_span, .post = usage_post};
 
 int mmp_pt_usage(const struct mmp_pt *p, struct mmp_pt_usage *out)
 {
@@ -36,8 +67,9 @@ int mmp_pt_usage(const struct mmp_pt *p, struct mmp_pt_usage *out)
     const struct pt *pt = cpt_of(p);
     __builtin_memset(out, 0, sizeof *out);
     out->table_pages = pt->g.root_bytes >> pt->g.granule_shift;
-    usage_tbl(pt, 0, pt->root, out);
-    return 0;
+    struct usage w = {.pt = pt, .u = out};
+    return pt_walk(&usage_visitor, &w, pt, pt->g.nlev, 0, pt->root, false, 0,
+                   pt_span_of(&pt->g, 0));
 }
 
 /* ---- formatting --------------------------------------------------------- */
@@ -99,9 +131,9 @@ static void put_attrs(struct buf *b, uint32_t a)
     if (a & MMP_PROT_USER) s[3] = 'u';
     if (a & MMP_PROT_GLOBAL) s[4] = 'g';
     put(b, s);
-    put(b, (a & MMP_MEM_MASK) == MMP_MEM_NORMAL_WB   ? " normal-wb"
-           : (a & MMP_MEM_MASK) == MMP_MEM_NORMAL_NC ? " normal-nc"
-                                                     : " device");
+    static const char *const mem[] = {" normal-wb", " normal-nc", " device", " wc", " wt", " wp"};
+    unsigned m = (a & MMP_MEM_MASK) >> 8;
+    put(b, mem[m < sizeof mem / sizeof mem[0] ? m : 2]);
 }
 
 struct dump {

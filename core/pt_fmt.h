@@ -28,7 +28,7 @@ struct mmp_pt_geom {
     uint8_t va_bits;
     uint8_t pa_bits;
     uint8_t sign_extend;    /* x86: upper VA bits must copy bit va_bits-1 */
-    uint8_t bbm;            /* the format needs break-before-make */
+    uint8_t bbm;            /* an attribute change alone may need break-before-make */
     uint8_t one_range;      /* arm64 stage 1, single-range EL2/EL3 regime */
     uint8_t shift[MMP_PT_MAXLEV];   /* log2 of the bytes one entry at depth d maps */
     uint8_t nbits[MMP_PT_MAXLEV];   /* index bits at depth d (root: with concatenation) */
@@ -39,13 +39,21 @@ struct mmp_pt_geom {
     uint8_t start_level_enc;        /* stage 2: VTCR_EL2.SL0; else 0 */
     uint8_t root_tables;            /* concatenated root tables (stage 2), else 1 */
     uint32_t root_bytes;            /* bytes of the root allocation */
-    uint64_t valid_bit;             /* bit set in every valid descriptor */
+    uint64_t valid_bit;             /* a descriptor with any of these bits set is valid
+                                       (one bit; EPT: R|W|X) */
     uint64_t oa_mask[MMP_PT_MAXLEV];/* output-address bits of a leaf at depth d */
     uint64_t tbl_oa_mask;           /* output-address bits of a table descriptor */
     uint64_t tbl_tmpl;              /* table descriptor without its address */
     uint64_t cont_bit;              /* the contiguous bit, 0 if the format has none */
     uint64_t ign_mask;              /* bits hardware may change (x86 A/D): ignored */
+    uint32_t fmt_flags;             /* create-time capabilities the format keeps (EPT) */
 };
+
+/* What a change of a live entry does (mmp_pt_fmt::needs_bbm). */
+#define PT_CHG_SIZE 1u /* leaf size changes: block split or folded, table replaced by a leaf */
+#define PT_CHG_CONT 2u /* a contiguous run is made or unmade */
+#define PT_CHG_OA 4u   /* the output address may change (a replacing map) */
+#define PT_CHG_ATTR 8u /* the attributes change */
 
 struct mmp_pt_fmt {
     enum mmp_pt_format format;
@@ -59,13 +67,26 @@ struct mmp_pt_fmt {
     /* Template (no address, no contiguous bit) of the depth d+1 leaves that
      * map what the leaf desc at depth d maps, keeping bits attrs lack. */
     uint64_t (*child)(const struct mmp_pt_geom *g, unsigned d, uint64_t desc);
-    /* The memory-type part of attrs changed between a and b: on formats
-     * with break-before-make such a change needs it (Arm ARM D8.16.1). */
-    bool (*needs_bbm)(uint32_t a, uint32_t b);
+    /*
+     * The format's break-before-make rule: does changing the live entry
+     * old at depth d into nw need invalid -> barrier -> flush -> write
+     * (true), or may it be written in place with the flush after (false)?
+     * chg says what the change does (PT_CHG_*); with PT_CHG_ATTR alone,
+     * old and nw are valid leaf descriptors. The engine's one primitive
+     * (pt_break in core/pt_engine.c) asks this and nothing else.
+     */
+    bool (*needs_bbm)(const struct mmp_pt_geom *g, unsigned d, uint64_t old, uint64_t nw,
+                      unsigned chg);
+    /* Control-register values for a table rooted at root_pa (mmp_pt_regs;
+     * id already range-checked). */
+    void (*regs)(const struct mmp_pt_geom *g, uint64_t root_pa, uint16_t id,
+                 struct mmp_pt_regs *out);
 };
 
-/* The formats (arch/x86/pt_x86.c, arch/arm64/pt_arm64.c). */
+/* The formats (arch/x86/pt_x86.c, pt_ept.c, arch/arm64/pt_arm64.c). */
 extern const struct mmp_pt_fmt mmp_core_pt_fmt_x86_64;
+extern const struct mmp_pt_fmt mmp_core_pt_fmt_x86_ept;
+extern const struct mmp_pt_fmt mmp_core_pt_fmt_x86_npt;
 extern const struct mmp_pt_fmt mmp_core_pt_fmt_arm64_s1;
 extern const struct mmp_pt_fmt mmp_core_pt_fmt_arm64_s2;
 

@@ -11,40 +11,15 @@
 
 #include "arch.h"
 #include "atomic.h"
+#include "host.h"
 #include "pt_fmt.h"
-
-/*
- * mmp_arch_pt_barrier(): make descriptor stores visible to the table walker
- * before a TLB invalidation or before the new mappings are relied on
- * (arm64: dsb ishst; isb). mmp_arch_pt_publish(): order the stores filling
- * a new table before the store linking it (arm64: dmb ishst; Linux's
- * smp_wmb() in pmd_install). x86 walkers are coherent with ordinary stores
- * (SDM Vol. 3A 4.10.4) and stores are not reordered with each other, so a
- * compiler barrier is all either needs there; that is the default too.
- */
-#ifndef mmp_arch_pt_barrier
-static inline void mmp_arch_pt_barrier(void)
-{
-    __asm__ __volatile__("" ::: "memory");
-}
-#endif
-#ifndef mmp_arch_pt_publish
-static inline void mmp_arch_pt_publish(void)
-{
-    __asm__ __volatile__("" ::: "memory");
-}
-#endif
 
 #define PT_MAX_RANGES 8
 #define PT_KEPT 4
 
 struct pt_op;
-/* The update engine, specialised per depth (core/pt_engine.h). */
+/* An engine instance (core/pt_engine.c), one per paging depth. */
 typedef int (*mmp_core_pt_run_fn)(struct pt_op *o, uint64_t va, uint64_t last);
-int mmp_core_pt_run2(struct pt_op *o, uint64_t va, uint64_t last);
-int mmp_core_pt_run3(struct pt_op *o, uint64_t va, uint64_t last);
-int mmp_core_pt_run4(struct pt_op *o, uint64_t va, uint64_t last);
-int mmp_core_pt_run5(struct pt_op *o, uint64_t va, uint64_t last);
 
 struct pt_range {
     uint64_t lo, last; /* inclusive */
@@ -185,8 +160,5 @@ void mmp_core_pt_sync(struct pt *pt);
 /* Input-range check shared by every call: alignment (-EINVAL), wrap
  * (-EOVERFLOW), VA bits / canonical form (-ERANGE); *last = va+size-1. */
 int mmp_core_pt_check_va(const struct pt *pt, uint64_t va, uint64_t size, uint64_t *last);
-
-/* The built-in allocator of a hosted build (host/linux), or NULL. */
-const struct mmp_pt_ops *mmp_host_pt_default_ops(void);
 
 #endif

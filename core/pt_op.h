@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* One map/unmap/protect call as the engine (core/pt_engine.h) sees it. */
+/* One map/unmap/protect call as the engine (core/pt_engine.c) sees it. */
 #ifndef MMPORT_CORE_PT_OP_H
 #define MMPORT_CORE_PT_OP_H
 
 #include "pt_int.h"
 
 enum { OP_MAP, OP_UNMAP, OP_PROT };
-enum { V_REAL, V_INV, V_LEAF }; /* prepare pass: real table, or one the call would create */
 
 #define OPF_REPLACE 1u
 #define OPF_NOBLOCK 2u
@@ -23,11 +22,17 @@ struct pt_op {
     int kind;
     unsigned flags;
     uint32_t attrs;
+    bool prep;      /* prepare pass: count tables, find -EEXIST, change nothing */
+    long need;      /* prepare: table pages the commit will take */
     uint64_t delta; /* map: pa - va (mod 2^64) */
     uint64_t tmpl[MMP_PT_MAXLEV];
     void *res; /* reserved table pages, linked through entries 0/1 */
     uint64_t res_pa;
     uint64_t nres;
 };
+
+/* The engine instance of a table (core/pt_engine.c): prepare, reserve,
+ * commit. 0 or a negative MMP_E* (nothing changed then). */
+int mmp_core_pt_run(struct pt_op *o, uint64_t va, uint64_t last);
 
 #endif

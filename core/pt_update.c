@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * map / unmap / protect: argument checks, then the table's engine instance
- * (core/pt_engine.h, specialised for its depth) does the work.
+ * (core/pt_engine.c, specialised for its depth) does the work.
  */
 #include "pt_op.h"
 

@@ -16,7 +16,8 @@
  *
  * Build: cc -std=c11 -Iinclude examples/guest_mm.c build/x86_64/libmmport.a -lpthread
  * (or `pkg-config --cflags --libs mmport` against an installed mmport).
- * It runs the same scenario for an arm64 stage-2 and an x86-64 table,
+ * It runs the same scenario for an arm64 stage-2 table and the two x86
+ * second stages (Intel EPT, AMD nested paging),
  * checks every step, and exits non-zero if any check fails.
  */
 #include <inttypes.h>
@@ -269,10 +270,13 @@ int main(void)
 {
     /* The arm64 stage 2 a KVM-style VMM gives VTTBR_EL2: 4K granule, 40-bit IPA. */
     const struct mmp_pt_config s2 = {.format = MMP_PT_ARM64_S2, .granule = 4096, .va_bits = 40};
-    /* An x86-64 4-level table (EPT-like second stage). */
-    const struct mmp_pt_config x86 = {.format = MMP_PT_X86_64, .granule = 4096, .va_bits = 48};
+    /* Intel VMX: EPT, 4 levels (EPTP from mmp_pt_regs: WB walk, length 4). */
+    const struct mmp_pt_config ept = {.format = MMP_PT_X86_EPT, .granule = 4096, .va_bits = 48};
+    /* AMD SVM: nested x86-64 table (nCR3), U set in every entry by mmport. */
+    const struct mmp_pt_config npt = {.format = MMP_PT_X86_NPT, .granule = 4096, .va_bits = 48};
     run("arm64 stage 2, 4K granule, 40-bit IPA", &s2);
-    run("x86-64, 4 levels", &x86);
+    run("Intel EPT, 4 levels", &ept);
+    run("AMD NPT, 4 levels", &npt);
     printf("guest_mm: %d of %d checks passed\n", checks - failures, checks);
     return failures ? 1 : 0;
 }

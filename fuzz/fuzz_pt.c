@@ -62,7 +62,8 @@ struct fcfg {
 };
 
 /* x86 4/5 level; stage 1 every granule at several sizes (2..4 levels);
- * stage 2 including concatenated roots (4K 32/40, 16K 40, 64K 32/46). */
+ * stage 2 including concatenated roots (4K 32/40, 16K 40, 64K 32/46);
+ * EPT and NPT 4/5 level. */
 static const struct fcfg cfgs[] = {
     {MMP_PT_X86_64, 4096, 48},    {MMP_PT_X86_64, 4096, 57},    {MMP_PT_ARM64_S1, 4096, 48},
     {MMP_PT_ARM64_S1, 4096, 39},  {MMP_PT_ARM64_S1, 4096, 30},  {MMP_PT_ARM64_S1, 4096, 25},
@@ -72,6 +73,8 @@ static const struct fcfg cfgs[] = {
     {MMP_PT_ARM64_S2, 4096, 32},  {MMP_PT_ARM64_S2, 4096, 44},  {MMP_PT_ARM64_S2, 16384, 40},
     {MMP_PT_ARM64_S2, 16384, 48}, {MMP_PT_ARM64_S2, 65536, 32}, {MMP_PT_ARM64_S2, 65536, 33},
     {MMP_PT_ARM64_S2, 65536, 46}, {MMP_PT_ARM64_S2, 65536, 48}, {MMP_PT_ARM64_S2, 65536, 44},
+    {MMP_PT_X86_EPT, 4096, 48},   {MMP_PT_X86_EPT, 4096, 57},   {MMP_PT_X86_NPT, 4096, 48},
+    {MMP_PT_X86_NPT, 4096, 57},
 };
 #define NCFGS (sizeof cfgs / sizeof cfgs[0])
 
@@ -137,7 +140,7 @@ struct env {
     int in_fini;
     /* geometry, as the control registers describe it (mmp_pt_info) */
     enum mmp_pt_format fmt;
-    int el2, x86;
+    int el2, x86, sign, ept, npt, xo; /* x86: the x86 geometry (EPT, NPT too) */
     unsigned gs, bpl, nlev, start, pa_bits, va_bits;
     uint64_t mair;
     struct tpage *root;
@@ -358,6 +361,43 @@ static void bad(uint64_t va, unsigned level, uint64_t desc, const char *why)
     FAILF("decode", "va %#llx level %u desc %#llx: %s", (ull)va, level, (ull)desc, why);
 }
 
+/* A present EPT leaf (SDM vol. 3C 29.3.2, Tables 29-2..29-6; memory
+ * types 29.3.7: 0 UC, 1 WC, 4 WT, 5 WP, 6 WB; 2, 3, 7 misconfigurations). */
+static void ept_leaf(const struct env *e, uint64_t d, unsigned level, uint64_t va,
+                     const struct hier *h, struct rec *r)
+{
+    unsigned sh = 12 + 9 * (level - 1), mt = (d >> 3) & 7, ipat = (d >> 6) & 1;
+    if (level > 1 && (d & bits(sh - 1, 12)))
+        bad(va, level, d, "reserved address bits of a large EPT page set");
+    if (d & bits(51, e->pa_bits))
+        bad(va, level, d, "address bits beyond pa_bits (MAXPHYADDR) set");
+    if (d & (bits(63, 52) | bits(11, 10)))
+        bad(va, level, d, "bits 63:52 / 11:10 set (suppress #VE, MBEC: mmport writes none)");
+    if ((d & 3) == 2)
+        bad(va, level, d, "EPT misconfiguration: write without read");
+    if ((d & 7) == 4 && !e->xo)
+        bad(va, level, d, "EPT misconfiguration: execute-only without the capability");
+    static const uint32_t mem[8][2] = {{MMP_MEM_NORMAL_NC, MMP_MEM_DEVICE}, {0, MMP_MEM_WC},
+                                       {0, 0}, {0, 0}, {0, MMP_MEM_WT}, {0, MMP_MEM_WP},
+                                       {MMP_MEM_NORMAL_WB, 0}, {0, 0}};
+    /* (WB with IPAT 0 is WB; UC with IPAT 0 is "NC": the guest PAT may
+     * still make it WC; mmport writes no other (type, IPAT) pair.) */
+    if (mt == 2 || mt == 3 || mt == 7)
+        bad(va, level, d, "EPT misconfiguration: reserved memory type");
+    if ((mt != 0 && mt != 6) ? !ipat : mt == 6 && ipat)
+        bad(va, level, d, "EPT (memory type, ignore PAT) pair mmport never writes");
+    r->pa = d & bits(51, sh);
+    r->size = 1ull << sh;
+    r->cont = 0;
+    r->attrs = mem[mt][ipat];
+    if (d & 1 && !h->no_u) /* no_u: a table without R */
+        r->attrs |= MMP_PROT_READ;
+    if (d & 2 && !h->no_w)
+        r->attrs |= MMP_PROT_WRITE;
+    if (d & 4 && !h->no_x)
+        r->attrs |= MMP_PROT_EXEC;
+}
+
 /* A valid x86 leaf at level (1 PTE, 2 PDE, 3 PDPTE). */
 static void x86_leaf(const struct env *e, uint64_t d, unsigned level, uint64_t va,
                      const struct hier *h, struct rec *r)
@@ -376,8 +416,14 @@ static void x86_leaf(const struct env *e, uint64_t d, unsigned level, uint64_t v
     r->attrs = MMP_PROT_READ | x86_mem(d, level, va);
     if ((d & 2) && !h->no_w)
         r->attrs |= MMP_PROT_WRITE;
-    if ((d & 4) && !h->no_u)
+    if (e->npt) { /* APM vol. 2 15.25.5: nested accesses are user accesses */
+        if (!(d & 4) || h->no_u)
+            bad(va, level, d, "nested entry without U/S: every guest access would fault");
+        if (d & (1ull << 8))
+            bad(va, level, d, "G set in a nested entry (mmport writes none)");
+    } else if ((d & 4) && !h->no_u) {
         r->attrs |= MMP_PROT_USER;
+    }
     if (!(d >> 63) && !h->no_x)
         r->attrs |= MMP_PROT_EXEC;
     if (d & (1ull << 8))
@@ -444,7 +490,7 @@ static void arm_leaf(const struct env *e, uint64_t d, unsigned level, uint64_t v
 
 static uint64_t canon(const struct env *e, uint64_t va)
 {
-    if (e->x86 && ((va >> (e->va_bits - 1)) & 1))
+    if (e->sign && ((va >> (e->va_bits - 1)) & 1))
         va |= ~0ull << e->va_bits;
     return va;
 }
@@ -480,7 +526,34 @@ static void decode(struct env *e, struct tpage *pg, unsigned d, uint64_t base, u
         size_t i = (size_t)((va >> sh) & (nent - 1));
         uint64_t x = __atomic_load_n(&t[i], __ATOMIC_RELAXED);
         uint64_t slast = va + (1ull << sh) - 1;
-        if (e->x86) {
+        if (e->ept) {
+            if (x & 7) {
+                int leaf = level == 1 || (x & 0x80);
+                if (leaf && level > 3)
+                    bad(va, level, x, "bit 7 set in an EPT PML4E/PML5E (misconfiguration)");
+                if (leaf) {
+                    struct rec r = {.va = va, .level = (uint8_t)level};
+                    ept_leaf(e, x, level, va, &h, &r);
+                    recs_push(out, &r);
+                } else {
+                    if (x & (bits(7, 3) | bits(63, 52) | bits(11, 10)))
+                        bad(va, level, x, "reserved bits 7:3 (or bits 63:52, 11:10) of an EPT "
+                                          "table entry set");
+                    if ((x & 3) == 2)
+                        bad(va, level, x, "EPT misconfiguration: write without read");
+                    struct hier c = h;
+                    c.no_u |= !(x & 1);
+                    c.no_w |= !(x & 2);
+                    c.no_x |= !(x & 4);
+                    struct tpage *cp = page_of_pa(e, x & bits(51, 12));
+                    if (!cp || cp->pa != (x & bits(51, 12)))
+                        bad(va, level, x, "EPT table entry points to no table page");
+                    if (cp->dseen == e->dgen)
+                        bad(va, level, x, "table page linked twice");
+                    decode(e, cp, d + 1, va, slast, lo, hi, c, out);
+                }
+            }
+        } else if (e->x86) {
             if (x & 1) {
                 int leaf = level == 1 || (x & 0x80);
                 if (leaf && level > 3)
@@ -545,7 +618,7 @@ static void decode_range(struct env *e, uint64_t lo, uint64_t hi, struct recs *o
     out->n = 0;
     recs_reserve(out, 1); /* never a NULL array */
     e->dgen++;
-    if (e->x86) { /* two halves: the root indexes bits va_bits-1..39/48 */
+    if (e->sign) { /* two halves: the root indexes bits va_bits-1..39/48 */
         uint64_t half = 1ull << (e->va_bits - 1);
         decode(e, e->root, 0, 0, half - 1, lo, hi, h, out);
         e->root->dseen = 0; /* the second half is the same page */
@@ -899,21 +972,24 @@ static void quiescent(struct env *e, const char *what)
 
 /* ---- inputs ----------------------------------------------------------------- */
 
-static uint32_t pick_attrs(uint8_t b, enum mmp_pt_format fmt, int el2)
+static uint32_t pick_attrs(uint8_t b, const struct env *e)
 {
     uint32_t a = MMP_PROT_READ;
     if (b & 1)
         a |= MMP_PROT_WRITE;
     if (b & 2)
         a |= MMP_PROT_EXEC;
-    if (fmt != MMP_PT_ARM64_S2 && !el2) {
+    if (e->fmt != MMP_PT_ARM64_S2 && !e->el2 && !e->ept && !e->npt) {
         if (b & 4)
             a |= MMP_PROT_USER;
         if (b & 8)
             a |= MMP_PROT_GLOBAL;
     }
-    static const uint32_t mem[] = {MMP_MEM_NORMAL_WB, MMP_MEM_NORMAL_NC, MMP_MEM_DEVICE};
-    return a | mem[(b >> 4) % 3];
+    if (e->xo && (b & 4))
+        a = MMP_PROT_EXEC; /* EPT execute-only */
+    static const uint32_t mem[] = {MMP_MEM_NORMAL_WB, MMP_MEM_NORMAL_NC, MMP_MEM_DEVICE,
+                                   MMP_MEM_WC,        MMP_MEM_WT,        MMP_MEM_WP};
+    return a | mem[(b >> 4) % (e->ept ? 6 : 3)];
 }
 
 enum { OP_MAP, OP_MAP_REPLACE, OP_UNMAP, OP_PROTECT, OP_LOOKUP, OP_FAIL_NEXT, OP_LAZY, OP_RANGE };
@@ -1197,10 +1273,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 3)
         return 0;
     const struct fcfg *fc = &cfgs[data[0] % NCFGS];
-    int x86 = fc->format == MMP_PT_X86_64;
+    int x86 = fc->format == MMP_PT_X86_64 || fc->format == MMP_PT_X86_EPT ||
+              fc->format == MMP_PT_X86_NPT;
+    int sign = fc->format == MMP_PT_X86_64; /* canonical VAs; EPT/NPT take GPAs */
     uint32_t cfl = data[1] & 0x3f;
     if (fc->format != MMP_PT_ARM64_S1)
         cfl &= ~(uint32_t)MMP_PT_EL2;
+    if (fc->format == MMP_PT_X86_EPT) { /* the EL2 bit means execute-only here */
+        cfl |= data[1] & 0x20 ? MMP_PT_EPT_XO : 0;
+        cfl |= (data[2] / 36) & 1 ? MMP_PT_EPT_AD : 0;
+    }
     static const uint32_t pab_x86[] = {0, 36, 40, 46}, pab_arm[] = {0, 32, 40, 44};
     uint32_t pa_bits = (x86 ? pab_x86 : pab_arm)[(data[2] / 9) % 4];
     struct mmp_pt_config cfg = {fc->format, fc->granule, fc->va_bits, pa_bits, cfl,
@@ -1230,6 +1312,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* The decoder's geometry: what TCR/VTCR/CR4 and MAIR say. */
     e.fmt = fc->format;
     e.x86 = x86;
+    e.sign = sign;
+    e.ept = fc->format == MMP_PT_X86_EPT;
+    e.npt = fc->format == MMP_PT_X86_NPT;
+    e.xo = (cfl & MMP_PT_EPT_XO) != 0;
     e.el2 = (cfl & MMP_PT_EL2) != 0;
     e.bpl = e.gs - 3;
     e.nlev = info.levels;
@@ -1246,7 +1332,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     e.gen = 1;
     {
         struct recs r = {0};
-        decode_range(&e, 0, x86 ? ~0ull : (1ull << fc->va_bits) - 1, &r);
+        decode_range(&e, 0, sign ? ~0ull : (1ull << fc->va_bits) - 1, &r);
         if (r.n)
             fail("init", "a fresh table translates something");
         free(r.v);
@@ -1258,8 +1344,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t half = 1ull << (vb - 1);
     w.base[0] = 0;
     w.base[1] = half - w.size;
-    w.base[2] = x86 ? 0 - half : half;
-    w.base[3] = (x86 ? 0 : 1ull << vb) - w.size;
+    w.base[2] = sign ? 0 - half : half;
+    w.base[3] = (sign ? 0 : 1ull << vb) - w.size;
     uint64_t pw = pab - 1 < 36 ? 1ull << (pab - 1) : 1ull << 36;
 
     /* Units an address or size is drawn in: every leaf and run size. */
@@ -1326,7 +1412,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             o.len = MAX_OP_BYTES_SMALL;
         if (o.kind <= OP_PROTECT)
             prev = (struct prev_op){win, voff, poff, pbase, o.len};
-        o.attrs = pick_attrs(b[7], fc->format, e.el2);
+        o.attrs = pick_attrs(b[7], &e);
         cov.ops++;
         cov.kinds |= 1u << o.kind;
         if (o.kind <= OP_PROTECT)
@@ -1364,7 +1450,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             long fl = e.flushes, ch = e.changes;
             switch (b[1] % 4) {
             case 0: /* first address past the lower half / the space */
-                rc = mmp_pt_map(&pt, x86 ? half : 1ull << vb, 0, g, o.attrs, 0);
+                rc = mmp_pt_map(&pt, sign ? half : 1ull << vb, 0, g, o.attrs, 0);
                 break;
             case 1: /* output beyond pa_bits */
                 rc = mmp_pt_map(&pt, o.va, (1ull << pab) - g, 2 * g, o.attrs, MMP_MAP_REPLACE);
@@ -1373,8 +1459,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 want = -MMP_EOVERFLOW;
                 rc = mmp_pt_unmap(&pt, 0 - g, 2 * g);
                 break;
-            default: /* x86: across the canonical hole; arm64: past the space */
-                rc = mmp_pt_protect(&pt, (x86 ? half : 1ull << vb) - g, 2 * g, o.attrs);
+            default: /* x86-64: across the canonical hole; others: past the space */
+                rc = mmp_pt_protect(&pt, (sign ? half : 1ull << vb) - g, 2 * g, o.attrs);
                 break;
             }
             snapshot(&e);

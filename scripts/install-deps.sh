@@ -18,6 +18,10 @@ need aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
 need qemu-aarch64-static qemu-user-static
 need qemu-system-aarch64 qemu-system-arm
 need qemu-system-x86_64 qemu-system-x86
+# Bochs (VMX/EPT emulation for the EPT real-MMU payload), its BIOS and VGA BIOS
+need bochs-bin bochs
+need /usr/share/bochs/BIOS-bochs-latest bochsbios
+need /usr/share/vgabios/vgabios.bin vgabios
 need /usr/include/atomic_ops.h libatomic-ops-dev
 need /usr/include/check.h check
 need /usr/lib/aarch64-linux-gnu/pkgconfig/check.pc check:arm64

@@ -34,8 +34,27 @@ static const struct tcfg pt_cfgs[] = {
     {"arm64-s2-16k-48", {MMP_PT_ARM64_S2, 16384, 48, 0, 0, 0}},
     {"arm64-s2-64k-44", {MMP_PT_ARM64_S2, 65536, 44, 0, 0, 0}},
     {"arm64-el2-4k-48", {MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_EL2, 0}},
+    {"x86-ept", {MMP_PT_X86_EPT, 4096, 48, 0, 0, 0}},
+    {"x86-ept-5-ad-xo", {MMP_PT_X86_EPT, 4096, 57, 0, MMP_PT_EPT_AD | MMP_PT_EPT_XO, 0}},
+    {"x86-npt", {MMP_PT_X86_NPT, 4096, 48, 0, 0, 0}},
+    {"x86-npt-5", {MMP_PT_X86_NPT, 4096, 57, 0, 0, 0}},
 };
 #define NCFG (sizeof pt_cfgs / sizeof pt_cfgs[0])
+
+/* x86-64, EPT and NPT: no contiguous bit, no break-before-make. */
+static inline int pt_cfg_x86(size_t c)
+{
+    enum mmp_pt_format f = pt_cfgs[c].c.format;
+    return f == MMP_PT_X86_64 || f == MMP_PT_X86_EPT || f == MMP_PT_X86_NPT;
+}
+
+/* Second-stage and single-range EL2 tables reject USER and GLOBAL. */
+static inline int pt_cfg_no_user(size_t c)
+{
+    enum mmp_pt_format f = pt_cfgs[c].c.format;
+    return f == MMP_PT_ARM64_S2 || f == MMP_PT_X86_EPT || f == MMP_PT_X86_NPT ||
+           (pt_cfgs[c].c.flags & MMP_PT_EL2);
+}
 
 struct flush_rec {
     uint64_t va, size;

@@ -198,16 +198,22 @@ END_TEST
 /* Attributes survive encode + decode in every format and leaf size. */
 START_TEST(attrs_round_trip)
 {
-    static const uint32_t mems[] = {MMP_MEM_NORMAL_WB, MMP_MEM_NORMAL_NC, MMP_MEM_DEVICE};
+    static const uint32_t mems[] = {MMP_MEM_NORMAL_WB, MMP_MEM_NORMAL_NC, MMP_MEM_DEVICE,
+                                    MMP_MEM_WC,        MMP_MEM_WT,        MMP_MEM_WP,
+                                    0x600,             0xf00};
     for (size_t c = 0; c < NCFG; c++) {
         struct tenv *e = tenv_new(&pt_cfgs[c].c);
         struct mmp_pt_info inf;
         mmp_pt_info(&e->pt, &inf);
-        int s2 = pt_cfgs[c].c.format == MMP_PT_ARM64_S2 || (pt_cfgs[c].c.flags & MMP_PT_EL2);
+        int s2 = pt_cfg_no_user(c), ept = pt_cfgs[c].c.format == MMP_PT_X86_EPT;
+        int xo = ept && (pt_cfgs[c].c.flags & MMP_PT_EPT_XO);
         for (uint32_t p = 0; p <= MMP_PROT_MASK; p++) {
-            for (size_t m = 0; m < 3; m++) {
+            for (size_t m = 0; m < sizeof mems / sizeof mems[0]; m++) {
                 uint32_t a = p | mems[m];
-                int ok = (p & MMP_PROT_READ) && !(s2 && (p & (MMP_PROT_USER | MMP_PROT_GLOBAL)));
+                /* WC/WT/WP: EPT only; 0x600 and 0xf00: no format */
+                int mem_ok = m < 3 || (ept && m < 6);
+                int ok = ((p & MMP_PROT_READ) || (xo && p == MMP_PROT_EXEC)) &&
+                         !(s2 && (p & (MMP_PROT_USER | MMP_PROT_GLOBAL))) && mem_ok;
                 int rc = mmp_pt_map(&e->pt, 0, 0, inf.granule, a, 0);
                 ck_assert_msg(rc == (ok ? 0 : -MMP_EINVAL), "%s attrs %#x rc %d",
                               pt_cfgs[c].name, a, rc);

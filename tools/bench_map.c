@@ -17,14 +17,7 @@
 #include "cli.h"
 #include "pt_formats.h"
 
-/* The engine once more, compiled here: with the depth fixed at compile
- * time (4 levels), and generic (the depth read from the table each level). */
-#define PT_FIXED_NLEV 4
-#define PT_RUN bench_fixed4_run
 #include "../core/pt_engine.h"
-#undef PT_FIXED_NLEV
-#undef PT_NLEV
-#undef PT_RUN
 
 static double now_ns(void)
 {
@@ -195,13 +188,13 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
     else
         printf("%-12s %-8s %-7s %10s %9s %9s %10s %5s %5s\n", "format", "op", "policy",
                "ns/4K-page", "tables", "min", "entries", "barr", "flush");
-    static const char *const fmts[] = {"x86-64",    "x86-64-la57", "arm64-4k",
-                                       "arm64-16k", "arm64-64k",   "arm64-s2-4k"};
+    static const char *const fmts[] = {"x86-64",   "x86-64-la57", "x86-ept",   "x86-npt",
+                                       "arm64-4k", "arm64-16k",   "arm64-64k", "arm64-s2-4k"};
     for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
         if (only && strcmp(only, fmts[f]) != 0)
             continue;
         const struct cli_pt_format *fmt = cli_pt_format(fmts[f]);
-        bool arm = fmt->cfg.format != MMP_PT_X86_64;
+        bool arm = fmt->cfg.format == MMP_PT_ARM64_S1 || fmt->cfg.format == MMP_PT_ARM64_S2;
         for (size_t p = 0; p < sizeof policies / sizeof policies[0]; p++) {
             if (policies[p].arm_only && !arm)
                 continue;
@@ -260,19 +253,16 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
 
 /* ---- run-time vs compile-time depth ------------------------------------ */
 
-int cli_bench_generic_run(struct pt_op *o, uint64_t va, uint64_t last); /* pt_engine_generic.c */
-
 /* Maps `bytes` of 4K pages one call per page (descent-heavy), unmaps them,
- * then maps and unmaps them in one call each; ns per page. `run` replaces
- * the engine instance the table chose at creation (NULL keeps it). */
-static double depth_round(const struct mmp_pt_config *cfg, mmp_core_pt_run_fn run, uint64_t bytes)
+ * then maps and unmaps them in one call each; ns per page, with the
+ * table's own (depth-specialised) engine instance or the generic one. */
+static double depth_round(const struct mmp_pt_config *cfg, bool generic, uint64_t bytes)
 {
     struct mmp_pt pt;
     struct mmp_pt_ops ops = bench_ops(false);
     if (mmp_pt_init(&pt, cfg, &ops))
         return 0;
-    if (run)
-        pt_of(&pt)->run = run;
+    mmp_core_pt_engine_select(&pt, generic);
     uint64_t va = 1ull << 30, pa = 4ull << 30, n = bytes / 4096;
     double t0 = now_ns();
     for (uint64_t i = 0; i < n; i++)
@@ -291,28 +281,24 @@ static int bench_depth(uint64_t bytes, int reps, bool json)
     if (json)
         printf("[");
     else
-        printf("%-10s %16s %16s %16s %10s %10s\n", "format", "run-time ns/pg", "fixed-4 ns/pg",
-               "generic ns/pg", "run-time", "generic");
+        printf("%-10s %18s %16s %10s\n", "format", "specialised ns/pg", "generic ns/pg",
+               "generic");
     for (size_t f = 0; f < 2; f++) {
         const struct cli_pt_format *fmt = cli_pt_format(fmts[f]);
-        double rt = 1e30, fx = 1e30, gen = 1e30;
+        double sp = 1e30, gen = 1e30;
         for (int r = 0; r < reps; r++) { /* interleaved; the minimum of each */
-            double a = depth_round(&fmt->cfg, NULL, bytes);
-            double b = depth_round(&fmt->cfg, bench_fixed4_run, bytes);
-            double c = depth_round(&fmt->cfg, cli_bench_generic_run, bytes);
-            rt = a < rt ? a : rt;
-            fx = b < fx ? b : fx;
+            double a = depth_round(&fmt->cfg, false, bytes);
+            double c = depth_round(&fmt->cfg, true, bytes);
+            sp = a < sp ? a : sp;
             gen = c < gen ? c : gen;
         }
         if (json)
             printf("%s\n  {\"format\": \"%s\", \"op\": \"map+unmap\", \"bytes\": %" PRIu64
-                   ", \"runtime_depth_ns_per_page\": %.3f, \"fixed_depth_ns_per_page\": %.3f, "
-                   "\"generic_ns_per_page\": %.3f, \"runtime_overhead\": %.4f, "
-                   "\"generic_overhead\": %.4f}",
-                   f ? "," : "", fmts[f], bytes, rt, fx, gen, rt / fx - 1, gen / fx - 1);
+                   ", \"specialised_ns_per_page\": %.3f, "
+                   "\"generic_ns_per_page\": %.3f, \"generic_overhead\": %.4f}",
+                   f ? "," : "", fmts[f], bytes, sp, gen, gen / sp - 1);
         else
-            printf("%-10s %16.3f %16.3f %16.3f %+9.2f%% %+9.2f%%\n", fmts[f], rt, fx, gen,
-                   (rt / fx - 1) * 100, (gen / fx - 1) * 100);
+            printf("%-10s %18.3f %16.3f %+9.2f%%\n", fmts[f], sp, gen, (gen / sp - 1) * 100);
     }
     if (json)
         printf("\n]\n");
@@ -495,9 +481,9 @@ const struct cli_command cli_bench_map = {
         "       mmport bench map --pattern vmalloc [--flush syscall|noop] [--free-tables]\n"
         "                        [--format F] [--mode M] [--pages P] [--json]\n\n"
         "Default: maps --size bytes (1 GiB) in one call, re-protects and unmaps them, per\n"
-        "format (x86-64, x86-64-la57, arm64-4k, -16k, -64k, arm64-s2-4k) and leaf policy:\n"
-        "pages (no blocks, no contiguous runs), cont (runs, no blocks; arm64), blocks\n"
-        "(everything). ns_per_page is per 4 KiB of input address space, best of --reps\n"
+        "format (x86-64, x86-64-la57, x86-ept, x86-npt, arm64-4k, -16k, -64k, arm64-s2-4k)\n"
+        "and leaf policy: pages (no blocks, no contiguous runs), cont (runs, no blocks;\n"
+        "arm64), blocks (everything). ns_per_page is per 4 KiB of input address space, best of --reps\n"
         "fresh tables; table_pages is what the map left, table_pages_min the fewest\n"
         "the layout allows; entries/barriers/flushes are the mmp_pt_stats counters.\n"
         "Table pages come from a pre-faulted pool (a hypervisor's own allocator);\n"

@@ -4,7 +4,7 @@
  * 1. reserve guest RAM and dirty it (the previous tenant's data);
  * 2. clear it with mmp_clear (cold hint, every online CPU), then the same
  *    with glibc memset for comparison;
- * 3. build the guest's arm64 stage-2 and x86-64 tables for its layout
+ * 3. build the guest's arm64 stage-2 and x86 EPT and NPT tables for its layout
  *    (demo_guest.c) inside a lazy-MMU section;
  * 4. verify: every RAM byte reads zero, sampled guest addresses translate
  *    as laid out. Exit 0 only if both hold.
@@ -237,6 +237,11 @@ static void print_table_text(struct table_result *t)
     printf("   (%u levels from level %d, root %u bytes%s)\n", b->info.levels,
            b->info.start_level, b->info.root_bytes,
            b->info.root_tables > 1 ? ", concatenated tables" : "");
+    struct mmp_pt_regs regs;
+    enum mmp_pt_format fm = l->cfg.format;
+    if ((fm == MMP_PT_X86_EPT || fm == MMP_PT_X86_NPT) && mmp_pt_regs(&t->pt, 0, &regs) == 0)
+        printf("   %s = %#" PRIx64 " (mmp_pt_regs)\n", fm == MMP_PT_X86_EPT ? "EPTP" : "nCR3",
+               regs.root);
     for (unsigned i = 0; i < l->n; i++) {
         const struct demo_region *r = &l->r[i];
         char sz[32];
@@ -472,12 +477,20 @@ static int run(int argc, char **argv)
     }
 
     /* 3. page tables for the guest layout */
-    static struct table_result tabs[2];
+    /* The x86 guest both ways: EPT for an Intel host, NPT for an AMD one;
+     * the one this CPU would need comes first. */
+    enum { NTABS = 3 };
+    static struct table_result tabs[NTABS];
+    bool amd = strcmp(f->vendor, "AuthenticAMD") == 0 || strcmp(f->vendor, "HygonGenuine") == 0;
     demo_layout_arm64(&tabs[0].layout, (uintptr_t)ram.base, ram.len);
-    demo_layout_x86(&tabs[1].layout, (uintptr_t)ram.base, ram.len);
+    demo_layout_x86(&tabs[1].layout, (uintptr_t)ram.base, ram.len, amd);
+    demo_layout_x86(&tabs[2].layout, (uintptr_t)ram.base, ram.len, !amd);
+    if (!o.json && f->vendor[0])
+        printf("   (this CPU is %s: its x86 guests would run on %s)\n", f->vendor,
+               amd ? "NPT" : strcmp(f->vendor, "GenuineIntel") == 0 ? "EPT" : "EPT or NPT");
     uint64_t seed = o.seed;
     unsigned bad_tables = 0;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < NTABS; i++) {
         build_and_verify(&tabs[i], &seed, o.samples);
         if (tabs[i].lazy.rc || tabs[i].eager.rc || tabs[i].verify.bad)
             bad_tables++;
@@ -504,7 +517,7 @@ static int run(int argc, char **argv)
                ", \"ratio\": %.2f}}",
                g_one, g_memset, g_memset > 0 ? g_one / g_memset : 0);
         printf(", \"tables\": [");
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < NTABS; i++)
             print_table_json(&tabs[i], i ? ", " : "");
         printf("], \"verify\": {\"ram_zero\": %s, \"first_nonzero\": ", ram_ok ? "true" : "false");
         if (ram_ok)
@@ -519,7 +532,7 @@ static int run(int argc, char **argv)
         else
             printf("   RAM: FAILED, byte %zu is not zero\n",
                    nz_after_clear != ram.len ? nz_after_clear : nz);
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < NTABS; i++) {
             const struct demo_verify *v = &tabs[i].verify;
             printf("   %-12s %u lookups in %u regions, %u in holes, %u RAM bytes read "
                    "through the translation: %s%s\n",
@@ -530,7 +543,7 @@ static int run(int argc, char **argv)
         printf("\n%s (seed %" PRIu64 ")\n", ok ? "verification passed" : "verification FAILED",
                o.seed);
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < NTABS; i++)
         if (tabs[i].have_pt)
             mmp_pt_fini(&tabs[i].pt);
     guest_ram_release(&ram);
@@ -551,7 +564,8 @@ const struct cli_command cli_cmd_demo = {
         "     terminal), says which kernel ran and why, then compares glibc memset\n"
         "     and mmp_clear on one thread;\n"
         "  3. builds the guest's arm64 stage-2 (4K granule, 40-bit IPA, QEMU-virt-like\n"
-        "     layout) and x86-64 (PC-like, RAM split around the 32-bit PCI hole) tables\n"
+        "     layout) and x86 (PC-like, RAM split around the 32-bit PCI hole) tables,\n"
+        "     the x86 one both as Intel EPT and as AMD NPT (this CPU's kind first),\n"
         "     in one lazy-MMU section each, then unmaps 64 scattered pages of one 2M\n"
         "     block (a balloon inflating) in another, and shows leaves, table pages,\n"
         "     and the barriers and flushes issued vs per-entry and per-call code;\n"

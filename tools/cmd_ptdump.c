@@ -24,6 +24,12 @@ static bool parse_attrs(const char *s, uint32_t *out)
             a |= MMP_MEM_NORMAL_NC;
         else if (strcmp(tok, "device") == 0 || strcmp(tok, "dev") == 0)
             a |= MMP_MEM_DEVICE;
+        else if (strcmp(tok, "wc") == 0) /* wc, wt, wp: x86-ept only */
+            a |= MMP_MEM_WC;
+        else if (strcmp(tok, "wt") == 0)
+            a |= MMP_MEM_WT;
+        else if (strcmp(tok, "wp") == 0)
+            a |= MMP_MEM_WP;
         else
             for (const char *c = tok; *c; c++) {
                 switch (*c) {
@@ -123,11 +129,13 @@ const struct cli_command cli_cmd_ptdump = {
              "region of leaves contiguous in VA and PA with identical attributes and leaf\n"
              "kind (VA range, PA, size, block / cont / page with leaf size and level,\n"
              "attributes), then the totals: pages, contiguous runs, blocks, table pages.\n\n"
-             "  --format F   x86-64, x86-64-la57, arm64-4k (default), arm64-16k, arm64-64k,\n"
+             "  --format F   x86-64, x86-64-la57, x86-ept (Intel EPT, 4-level), x86-ept-5,\n"
+             "               x86-npt (AMD nested paging), arm64-4k (default), arm64-16k, arm64-64k,\n"
              "               arm64-el2-4k (single-range EL2), arm64-s2-4k (40-bit IPA),\n"
              "               arm64-s2-16k, arm64-s2-64k\n"
              "  --map        sizes take K/M/G suffixes; ATTRS: letters r w x u g and a\n"
-             "               memory type wb (default), nc or device, comma separated,\n"
+             "               memory type wb (default), nc, device (or, x86-ept only, wc, wt,\n"
+             "               wp), comma separated,\n"
              "               e.g. 0x40000000:0x80000000:2M:rw,device\n",
     .run = run,
 };

@@ -58,13 +58,22 @@ void demo_layout_arm64(struct demo_layout *l, uint64_t host, uint64_t ram_len)
  */
 #define X86_HOLE 0x40000000ull
 
-void demo_layout_x86(struct demo_layout *l, uint64_t host, uint64_t ram_len)
+void demo_layout_x86(struct demo_layout *l, uint64_t host, uint64_t ram_len, bool amd)
 {
-    *l = (struct demo_layout){
-        .title = "x86-64, 4-level, 48-bit (guest-physical -> host in the x86-64 format; EPT is a later format)",
-        .format = "x86-64",
-        .cfg = {MMP_PT_X86_64, 4096, 48, 0, 0, 0},
-    };
+    /* The second stage an Intel VMX host builds is EPT (SDM vol. 3C 29.3),
+     * an AMD SVM host's the nested x86-64 table (APM vol. 2 15.25). */
+    if (amd)
+        *l = (struct demo_layout){
+            .title = "x86 AMD NPT (nCR3), 4-level, guest-physical -> host, U=1 in every entry",
+            .format = "x86-npt",
+            .cfg = {MMP_PT_X86_NPT, 4096, 48, 0, 0, 0},
+        };
+    else
+        *l = (struct demo_layout){
+            .title = "x86 Intel EPT (EPTP walk length 4), guest-physical -> host",
+            .format = "x86-ept",
+            .cfg = {MMP_PT_X86_EPT, 4096, 48, 0, 0, 0},
+        };
     uint64_t low = ram_len < X86_HOLE ? ram_len : X86_HOLE;
     add(l, "ram-640k", 0, 640 * KiB, host, RWX, true);
     device(l, "vga", 0xa0000, 128 * KiB);

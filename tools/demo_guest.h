@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The guest the demo brings up: its guest-physical layout for an arm64
- * (QEMU-virt-like) and an x86-64 (PC-like) machine, building the second-
+ * (QEMU-virt-like) and an x86 (PC-like; EPT or NPT) machine, building the second-
  * stage table for it, and checking that table translates as laid out.
  */
 #ifndef MMPORT_TOOLS_DEMO_GUEST_H
@@ -34,9 +34,10 @@ struct demo_layout {
 /* Host "physical" base of the device windows: above any user-space address. */
 #define DEMO_DEVICE_PA 0xf00000000000ull
 
-/* The layouts for RAM of @p ram_len bytes at host address @p host (2 MiB aligned). */
+/* The layouts for RAM of @p ram_len bytes at host address @p host (2 MiB
+ * aligned); the x86 one in EPT (Intel) or, with @p amd, NPT. */
 void demo_layout_arm64(struct demo_layout *l, uint64_t host, uint64_t ram_len);
-void demo_layout_x86(struct demo_layout *l, uint64_t host, uint64_t ram_len);
+void demo_layout_x86(struct demo_layout *l, uint64_t host, uint64_t ram_len, bool amd);
 
 /* Counters of one table build. */
 struct demo_build {

@@ -230,13 +230,21 @@ static uint64_t arm64_child(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
     return t | type_bits(g, d + 1);
 }
 
-/* D8.16.1: changing the memory type or cacheability of a valid entry needs
- * break-before-make; permission changes do not. Non-global to global
- * (nG 1 -> 0) needs it too: the old ASID-tagged entry and the new global
- * one could both hit in a TLB, a conflict (Linux's pgattr_change_is_safe()
- * refuses that transition as well). Global to non-global is safe. */
-static bool arm64_needs_bbm(uint32_t a, uint32_t b)
+/*
+ * Arm ARM D8.16.1: a change of block size (split, fold), of contiguity or
+ * of the output address of a valid entry needs break-before-make, and so
+ * does a change of memory type or cacheability; permission changes do
+ * not. Non-global to global (nG 1 -> 0) needs it too: the old ASID-tagged
+ * entry and the new global one could both hit in a TLB, a conflict
+ * (Linux's pgattr_change_is_safe() refuses that transition as well).
+ * Global to non-global is safe.
+ */
+static bool arm64_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_t old, uint64_t nw,
+                            unsigned chg)
 {
+    if (chg & (PT_CHG_SIZE | PT_CHG_CONT | PT_CHG_OA))
+        return true;
+    uint32_t a = g->fmt->attrs(g, d, old), b = g->fmt->attrs(g, d, nw);
     return ((a ^ b) & MMP_MEM_MASK) != 0 || (b & ~a & MMP_PROT_GLOBAL) != 0;
 }
 

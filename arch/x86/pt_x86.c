@@ -15,9 +15,20 @@
  * locked update of a descriptor the hypervisor owns. Tables are P|RW|US|A
  * so that leaves alone decide permissions. x86 walkers are coherent with
  * stores and need no break-before-make; the engine flushes every changed
- * translation instead. EPT (SDM 29.3) would be a third format here.
+ * translation instead.
+ *
+ * AMD nested page tables (MMP_PT_X86_NPT) are this format with the nested
+ * rules of AMD APM vol. 2, 15.25 "Nested Paging": the input is a guest-
+ * physical address (no canonical form), every nested access is a user
+ * access (15.25.5 "Nested Table Walk"), so U is set in every entry and
+ * MMP_PROT_USER / MMP_PROT_GLOBAL are refused like on arm64 stage 2; NX
+ * is honoured as the host's EFER.NXE says (mmport always sets it for
+ * non-executable leaves, so the host runs with NXE = 1); PWT/PCD/PAT go
+ * through the host's IA32_PAT, the power-on one assumed as above, and
+ * combine with the guest's types (15.25.8 "Combining Memory Types").
+ * Intel EPT (its own layout) is arch/x86/pt_ept.c, on the same geometry.
  */
-#include "pt_fmt.h"
+#include "pt_x86.h"
 
 #define X_P (1ull << 0)
 #define X_RW (1ull << 1)
@@ -32,7 +43,8 @@
 #define X_PATLG (1ull << 12)
 #define X_XD (1ull << 63)
 
-static int x86_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
+int mmp_core_x86_pt_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, uint64_t valid,
+                          uint64_t tbl, uint64_t ign, bool physical)
 {
     if (cfg->granule != 4096 || (cfg->flags & MMP_PT_EL2))
         return -MMP_EINVAL;
@@ -48,12 +60,12 @@ static int x86_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
     g->granule_shift = 12;
     g->va_bits = (uint8_t)cfg->va_bits;
     g->pa_bits = (uint8_t)pa_bits;
-    g->sign_extend = 1;
+    g->sign_extend = !physical;
     g->bbm = 0;
-    g->valid_bit = X_P;
+    g->valid_bit = valid;
     g->cont_bit = 0;
-    g->ign_mask = X_A | X_D;
-    g->tbl_tmpl = X_P | X_RW | X_US | X_A;
+    g->ign_mask = ign;
+    g->tbl_tmpl = tbl;
     g->tbl_oa_mask = mmp_core_pt_bits(51, 12);
     g->root_bytes = 4096;
     g->root_tables = 1;
@@ -63,7 +75,8 @@ static int x86_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
         g->nbits[d] = 9;
         g->leaf_ok[d] = level <= 3; /* PDPTE 1 GiB, PDE 2 MiB, PTE 4 KiB */
         g->cont[d] = 0;
-        /* PS distinguishes a leaf from a table above level 1; a PTE is always a leaf. */
+        /* PS distinguishes a leaf from a table above level 1; a PTE is always a
+         * leaf. Bit 0 is P here and EPT's R, which every EPT table has. */
         g->tbl_mask[d] = level > 1 ? (uint8_t)(X_P | X_PS) : 0;
         g->tbl_val[d] = level > 1 ? (uint8_t)X_P : 1;
         g->oa_mask[d] = mmp_core_pt_bits(51, g->shift[d]);
@@ -71,11 +84,26 @@ static int x86_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
     return 0;
 }
 
+static int x86_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
+{
+    return mmp_core_x86_pt_setup(g, cfg, X_P, X_P | X_RW | X_US | X_A, X_A | X_D, false);
+}
+
+static bool is_npt(const struct mmp_pt_geom *g)
+{
+    return g->fmt->format == MMP_PT_X86_NPT;
+}
+
 static int x86_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint64_t *tmpl)
 {
     if (attrs & ~(MMP_PROT_MASK | MMP_MEM_MASK) || !(attrs & MMP_PROT_READ))
         return -MMP_EINVAL;
+    /* NPT: U is implied (every nested access is a user one), G meaningless. */
+    if (is_npt(g) && (attrs & (MMP_PROT_USER | MMP_PROT_GLOBAL)))
+        return -MMP_EINVAL;
     uint64_t t = X_P | X_A;
+    if (is_npt(g))
+        t |= X_US;
     if (attrs & MMP_PROT_WRITE)
         t |= X_RW | X_D;
     if (attrs & MMP_PROT_USER)
@@ -103,12 +131,11 @@ static int x86_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uin
 
 static uint32_t x86_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
 {
-    (void)g;
     (void)d;
     uint32_t a = MMP_PROT_READ;
     if (e & X_RW)
         a |= MMP_PROT_WRITE;
-    if (e & X_US)
+    if ((e & X_US) && !is_npt(g))
         a |= MMP_PROT_USER;
     if (e & X_G)
         a |= MMP_PROT_GLOBAL;
@@ -120,8 +147,9 @@ static uint32_t x86_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
 }
 
 /* A 1 GiB / 2 MiB leaf split one level down: PAT moves from bit 12 to bit 7
- * when the children are PTEs, where bit 7 no longer means PS. */
-static uint64_t x86_child(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+ * when the children are PTEs, where bit 7 no longer means PS. EPT uses it
+ * too: bit 12 of its large leaves is reserved, so always clear (SDM 3C 29.3.2). */
+uint64_t mmp_core_x86_pt_child(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
 {
     uint64_t t = e & ~g->oa_mask[d];
     bool pat = (t & X_PATLG) != 0;
@@ -136,11 +164,36 @@ static uint64_t x86_child(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
     return t;
 }
 
-static bool x86_needs_bbm(uint32_t a, uint32_t b)
+/*
+ * x86 walkers are coherent with stores and there is no architectural
+ * break-before-make, but a change of page size that also changes the frame
+ * or the attributes must go not-present, flush, write (Intel SDM vol. 3A
+ * 4.10.2.3, TLB note 317080): otherwise both translations could be cached
+ * at once. A size-only change (split or fold keeping every translation)
+ * may be one store with a later flush.
+ */
+bool mmp_core_x86_pt_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_t old, uint64_t nw,
+                               unsigned chg)
 {
-    (void)a;
-    (void)b;
-    return false;
+    (void)g;
+    (void)d;
+    (void)old;
+    (void)nw;
+    return (chg & PT_CHG_SIZE) && (chg & (PT_CHG_OA | PT_CHG_ATTR));
+}
+
+/* CR3 (SDM 3A 4.5, Table 4-12/4-13: PCID in bits 11:0 with CR4.PCIDE);
+ * nCR3 (APM vol. 2, 15.25.4: the nested table's root, no PCID). */
+static void x86_regs(const struct mmp_pt_geom *g, uint64_t root_pa, uint16_t id,
+                     struct mmp_pt_regs *out)
+{
+    out->root = root_pa | (is_npt(g) ? 0 : id);
+}
+
+/* NPT input addresses are guest-physical: no canonical form. */
+static int npt_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
+{
+    return mmp_core_x86_pt_setup(g, cfg, X_P, X_P | X_RW | X_US | X_A, X_A | X_D, true);
 }
 
 const struct mmp_pt_fmt mmp_core_pt_fmt_x86_64 = {
@@ -148,6 +201,17 @@ const struct mmp_pt_fmt mmp_core_pt_fmt_x86_64 = {
     .setup = x86_setup,
     .leaf = x86_leaf,
     .attrs = x86_attrs,
-    .child = x86_child,
-    .needs_bbm = x86_needs_bbm,
+    .child = mmp_core_x86_pt_child,
+    .needs_bbm = mmp_core_x86_pt_needs_bbm,
+    .regs = x86_regs,
+};
+
+const struct mmp_pt_fmt mmp_core_pt_fmt_x86_npt = {
+    .format = MMP_PT_X86_NPT,
+    .setup = npt_setup,
+    .leaf = x86_leaf,
+    .attrs = x86_attrs,
+    .child = mmp_core_x86_pt_child,
+    .needs_bbm = mmp_core_x86_pt_needs_bbm,
+    .regs = x86_regs,
 };

@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 
-#include "pt_int.h"
+#include "host.h"
 
 static void *heap_alloc(void *ctx, size_t bytes, uint64_t *pa)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* No host: no built-in table allocator; the hypervisor passes its ops. */
-#include "pt_int.h"
+#include "host.h"
 
 const struct mmp_pt_ops *mmp_host_pt_default_ops(void)
 {

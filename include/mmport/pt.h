@@ -31,6 +31,22 @@ enum mmp_pt_format {
     MMP_PT_X86_64 = 1,   /**< x86-64 4-level (48-bit VA) or 5-level (LA57, 57-bit VA) */
     MMP_PT_ARM64_S1 = 2, /**< arm64 stage 1 (EL1&0 or EL2 regime), TTBRn_ELx */
     MMP_PT_ARM64_S2 = 3, /**< arm64 stage 2 (VTTBR_EL2), input = IPA */
+    /**
+     * Intel EPT (SDM vol. 3C 29.3), input = guest-physical address; 4-level
+     * (va_bits 48, EPTP page-walk length 4) or 5-level (va_bits 57, length
+     * 5). Leaves need MMP_PROT_READ (or MMP_PT_EPT_XO for execute-only);
+     * USER and GLOBAL are rejected. Memory types: WB (guest PAT honoured),
+     * NORMAL_NC (EPT UC, guest PAT honoured), DEVICE (UC, ignore-PAT),
+     * WC / WT / WP (ignore-PAT). See docs/pagetables.md.
+     */
+    MMP_PT_X86_EPT = 4,
+    /**
+     * AMD nested paging (APM vol. 2 15.25): the x86-64 layout, input =
+     * guest-physical address (va_bits 48 or 57, no canonical form). U is set
+     * in every entry (nested accesses are user accesses); MMP_PROT_USER and
+     * MMP_PROT_GLOBAL are rejected. Memory types as x86-64 (host PAT).
+     */
+    MMP_PT_X86_NPT = 5,
 };
 
 /** Create-time flags (mmp_pt_config::flags). */
@@ -57,6 +73,20 @@ enum mmp_pt_config_flag {
      * EL1&0 / EL2&0 (VHE) one. -EINVAL for other formats.
      */
     MMP_PT_EL2 = 1u << 5,
+    /**
+     * EPT: the CPU allows execute-only translations (IA32_VMX_EPT_VPID_CAP
+     * bit 0): MMP_PROT_EXEC alone is accepted. Without it such a leaf would
+     * be an EPT misconfiguration and is rejected (-EINVAL).
+     */
+    MMP_PT_EPT_XO = 1u << 8,
+    /**
+     * EPT: accessed/dirty flags enabled (EPTP bit 6, which mmp_pt_regs()
+     * then sets): entries get A (bit 8) and writable leaves D (bit 9) preset.
+     */
+    MMP_PT_EPT_AD = 1u << 9,
+    /** EPT: mode-based execute control (user-execute bit 10). Not
+     * implemented yet: mmp_pt_init() returns -ENOTSUP. */
+    MMP_PT_EPT_MBEC = 1u << 10,
 };
 
 /** What a table looks like; fixed at creation. */
@@ -96,6 +126,9 @@ struct mmp_pt_config {
 #define MMP_MEM_NORMAL_WB 0x000u /**< normal write-back cacheable (default) */
 #define MMP_MEM_NORMAL_NC 0x100u /**< normal non-cacheable (x86: UC-; arm64 Normal-NC) */
 #define MMP_MEM_DEVICE 0x200u    /**< device nGnRE (x86: UC) */
+#define MMP_MEM_WC 0x300u /**< write-combining (EPT only; other formats: -EINVAL) */
+#define MMP_MEM_WT 0x400u /**< write-through (EPT only; other formats: -EINVAL) */
+#define MMP_MEM_WP 0x500u /**< write-protected (EPT only; other formats: -EINVAL) */
 #define MMP_MEM_MASK 0xf00u
 
 /** Per-call flags of mmp_pt_map(). */
@@ -173,10 +206,11 @@ struct mmp_pt {
  * Initialise @p pt and allocate its root table.
  * @p ops NULL means the built-in allocator (hosted builds only: heap pages,
  * pa == va, no-op flush); a freestanding build returns -EINVAL for NULL.
- * Errors: -EINVAL (NULL pt/cfg, unknown format or config flag, bad
- * granule, va_bits or pa_bits out of the format's range, flush_ranges > 8,
- * ops without alloc_table/free_table); -ENOTSUP (granule and level
- * combination the format lacks); -ENOMEM (root allocation failed).
+ * Errors: -EINVAL (NULL pt/cfg, unknown format or config flag, an EPT
+ * flag on another format, bad granule, va_bits or pa_bits out of the
+ * format's range, flush_ranges > 8, ops without alloc_table/free_table);
+ * -ENOTSUP (granule and level combination the format lacks,
+ * MMP_PT_EPT_MBEC); -ENOMEM (root allocation failed).
  */
 MMP_API int mmp_pt_init(struct mmp_pt *pt, const struct mmp_pt_config *cfg,
                         const struct mmp_pt_ops *ops);
@@ -239,6 +273,20 @@ MMP_API int mmp_pt_walk(const struct mmp_pt *pt, uint64_t va, uint64_t size,
 
 /** Physical address of the root table (for CR3, TTBRn_ELx, VTTBR_EL2). */
 MMP_API uint64_t mmp_pt_root(const struct mmp_pt *pt);
+
+/** Values a hypervisor or kernel writes to use a table (mmp_pt_regs()). */
+struct mmp_pt_regs {
+    uint64_t root; /**< CR3 / nCR3 / EPTP / TTBR0_ELx / VTTBR_EL2 */
+    uint64_t tcr;  /**< TCR_ELx (stage 1) or VTCR_EL2 (stage 2); 0 on x86 */
+    uint64_t mair; /**< MAIR_ELx (arm64 stage 1); 0 otherwise */
+};
+/**
+ * Fill @p out with the register values for @p pt. @p id is the ASID
+ * (arm64 stage 1, TTBR bits 63:48), the VMID (stage 2, VTTBR bits 63:48)
+ * or the PCID (x86-64 CR3 bits 11:0; 0 for EPT and NPT).
+ * Errors: -EINVAL (NULL pt or out, table not initialised, id too wide).
+ */
+MMP_API int mmp_pt_regs(const struct mmp_pt *pt, uint16_t id, struct mmp_pt_regs *out);
 
 /** Copy the counters of @p pt into *out. */
 MMP_API void mmp_pt_stats(const struct mmp_pt *pt, struct mmp_pt_stats *out);

@@ -1,6 +1,7 @@
 #!/bin/sh
-# The checks' own test: every tests/planted/N.patch plants one bug (its
-# first line says which) in a copy of the tree, build/planted-N/src; the
+# The checks' own test: every tests/planted/N-name.patch plants one bug (its
+# first line, "# planted bug: ...", says which) in a copy of the tree,
+# build/planted/N-name/src (product code holds no test-only branches); the
 # fuzz replay built there must catch it on the checked-in corpus, with a
 # message from the fuzzer's models. A check that passes a broken engine has
 # no teeth; a patch that no longer applies is a failure too (remake it
@@ -11,12 +12,14 @@ top=$(pwd)
 for p in $(ls tests/planted/*.patch 2>/dev/null | sort -V); do
     [ -f "$p" ] || { ko "no planted bugs in tests/planted"; break; }
     n=$(basename "$p" .patch)
-    what=$(head -1 "$p")
-    d=build/planted-$n
+    what=$(sed -n '1s/^# *//p' "$p")
+    d=build/planted/$n
     rm -rf "$d"
     mkdir -p "$d/src"
-    # The sources as tracked (plus config.mak); a tree without git: the source dirs.
-    if git ls-files > "$d/files" 2>/dev/null && [ -s "$d/files" ]; then
+    # The sources as they are now (plus config.mak); outside git: the source dirs.
+    if git ls-files -c -o --exclude-standard 2>/dev/null |
+        while IFS= read -r f; do [ -f "$f" ] && printf '%s\n' "$f"; done > "$d/files" &&
+        [ -s "$d/files" ]; then
         tar -cf - -T "$d/files" | tar -xf - -C "$d/src"
     else
         cp -R core arch include host fuzz tests mk Makefile "$d/src/"
@@ -24,7 +27,7 @@ for p in $(ls tests/planted/*.patch 2>/dev/null | sort -V); do
     cp config.mak "$d/src/"
     if ! (cd "$d/src" && patch -p1 -s --dry-run < "$top/$p" > "$top/$d/patch.log" 2>&1); then
         cat "$d/patch.log"
-        ko "planted $n: $p no longer applies to this tree ($what)"
+        ko "planted $n: the patch no longer applies to this tree, remake it ($what)"
         continue
     fi
     (cd "$d/src" && patch -p1 -s < "$top/$p")

@@ -55,7 +55,7 @@ PL_SRC := $(wildcard tests/mmu/common/*.c tests/mmu/$(PL_ARCH)/*.c)
 PL_ASM := $(wildcard tests/mmu/$(PL_ARCH)/*.S)
 OBJS := $(patsubst %,$(O)/obj/%.o,$(LIB_SRC) $(PL_SRC) $(PL_ASM))
 
-all: $(O)/payload.elf $(if $(filter x86_64,$(PL_ARCH)),$(O)/payload32.elf)
+all: $(O)/payload.elf $(if $(filter x86_64,$(PL_ARCH)),$(O)/payload32.elf $(O)/bochs.img)
 
 $(AO_INC)/atomic_ops.h:
 	@mkdir -p $(AO_INC)
@@ -78,6 +78,17 @@ $(O)/payload.elf: $(OBJS) tests/mmu/$(PL_ARCH)/link.ld
 
 $(O)/payload32.elf: $(O)/payload.elf
 	$(OBJCOPY) -O elf32-i386 $< $@
+
+# Bochs has no multiboot loader: a disk image of a boot sector
+# (tests/mmu/bochs/boot.S) and the flat payload, 8 x 16 x 63 sectors.
+$(O)/bochs.img: $(O)/payload.elf tests/mmu/bochs/boot.S
+	$(OBJCOPY) -O binary $< $(O)/payload.bin
+	n=$$(( ($$(stat -c %s $(O)/payload.bin) + 511) / 512 )); \
+	e=0x$$(nm $< | awk '$$3 == "_start" { print $$1 }'); \
+	test $$n -le 1024 && \
+	$(CC) -c -DPAYLOAD_SECTORS=$$n -DENTRY=$$e tests/mmu/bochs/boot.S -o $(O)/boot.o && \
+	$(LD) -Ttext 0x7c00 --oformat binary -e _start16 -o $(O)/boot.bin $(O)/boot.o && \
+	cat $(O)/boot.bin $(O)/payload.bin > $@ && truncate -s 4128768 $@
 
 .PHONY: all
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

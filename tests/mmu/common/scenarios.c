@@ -16,6 +16,13 @@
 
 #include <mmport/lazy.h>
 
+/* x86-64, EPT, NPT: no contiguous bit, no break-before-make rule. */
+static int fmt_x86(const struct pl_target *t)
+{
+    return t->cfg.format == MMP_PT_X86_64 || t->cfg.format == MMP_PT_X86_EPT ||
+           t->cfg.format == MMP_PT_X86_NPT;
+}
+
 extern char __image_start[], __image_end[], __arena_start[], __arena_end[];
 
 /* ---- table memory: a bitmap allocator over the arena, 4 KiB units ---- */
@@ -434,7 +441,7 @@ static void flush_hook(void *ctx, uint64_t va, uint64_t size, unsigned flags)
                 broken_overflow = 1;
             }
         }
-        if (bbm || cur->cfg.format != MMP_PT_X86_64) {
+        if (bbm || !fmt_x86(cur)) {
             check(va & ~(gran - 1));
             check((va + size - 1) & ~(gran - 1));
             for (int i = 0; i < 4 && size > 2 * gran; i++)
@@ -548,7 +555,7 @@ static struct sizes target_sizes(const struct pl_target *t)
 {
     struct sizes s = { 0, 0, 0, 0, 0 };
     s.page = t->cfg.granule;
-    if (t->cfg.format == MMP_PT_X86_64) {
+    if (fmt_x86(t)) {
         s.block = 2ull << 20;
         s.big_block = t->max_leaf >= (1ull << 30) ? 1ull << 30 : 0;
     } else {

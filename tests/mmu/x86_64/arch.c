@@ -23,10 +23,14 @@ void pl_console_write(const char *s)
         outb(0xe9, (uint8_t)*s++);
 }
 
-/* isa-debug-exit at iobase 0xf4: QEMU exits with status (value << 1) | 1. */
+/* isa-debug-exit at iobase 0xf4: QEMU exits with status (value << 1) | 1.
+ * Bochs has no such device: "Shutdown" written to its port 0x8900 ends it
+ * (the status is then in the RESULT line). */
 void pl_exit(int code)
 {
     outl(0xf4, (uint32_t)code);
+    for (const char *s = "Shutdown"; *s; s++)
+        outb(0x8900, (uint8_t)*s);
     for (;;)
         __asm__ volatile("cli; hlt");
 }

@@ -114,6 +114,10 @@ int pl_main(void)
     bringup();
     tlb_helpers();
     pl_run_scenarios();
+    extern uint64_t pl_npt_compared, pl_ept_compared;
+    pl_printf("translations compared: NPT %lu, EPT %lu (guest-physical addresses a guest "
+              "accessed, each checked against mmport's model)\n", pl_npt_compared,
+              pl_ept_compared);
     bringup_la57((r[2] >> 16) & 1);
     pl_finish();
 }

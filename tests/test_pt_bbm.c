@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Regression tests for the page-table review findings (docs/pagetables.md,
- * "Review fixes"): flush ranges that wrap or cross the x86 hole, merging
- * before overflow, arm64 nG 1 -> 0, lazy unmap-then-map, x86 size changes
- * with new frame/attributes, x86 fold scribbling a cached table, and the
- * stage-2 64K IPA 32/33 root.
+ * Break-before-make where the formats demand it: arm64 nG 1 -> 0, x86 page-size
+ * changes with a new frame or attributes, and an x86 fold that leaves the old
+ * table intact for stale walk caches until the flush.
  */
 #include "pt_harness.h"
 
@@ -20,75 +18,7 @@ static inline uint64_t G_of(struct tenv *e)
     return inf.granule;
 }
 
-/* Finding 1: a lazy section touching va 0 and the last page of x86-64
- * (both canonical halves) must never report a range of size 0 (a wrapped
- * [0, 2^64-1]) nor one crossing the non-canonical hole, and the unlinked
- * tables are freed only after a flush. */
-START_TEST(flush_whole_space_never_size0)
-{
-    static const uint64_t vas[2][5] = {
-        {0x0, 0x10000000000ull, 0x30000000000ull, 0xfffffffffffff000ull, 0xffff800000000000ull},
-        {0x0, 0x10000000000ull, 0x30000000000ull, 0xffff800000000000ull, 0xfffffffffffff000ull},
-    };
-    for (int order = 0; order < 2; order++) {
-        struct tenv *e = tenv_new(&pt_cfgs[0].c);
-        for (int i = 0; i < 5; i++)
-            ck_assert_int_eq(mmp_pt_map(&e->pt, vas[order][i], 0x100000 + i * 0x1000, 4096, RW, 0), 0);
-        e->nflush = 0;
-        e->nfree = 0;
-        ck_assert_int_eq(mmp_lazy_enter(&e->pt), 0);
-        for (int i = 0; i < 5; i++)
-            ck_assert_int_eq(mmp_pt_unmap(&e->pt, vas[order][i], 4096), 0);
-        ck_assert_int_eq(mmp_lazy_leave(&e->pt), 0);
-        ck_assert_int_ge(e->nflush, 1);
-        for (int i = 0; i < e->nflush; i++) {
-            const struct flush_rec *r = &e->log[i];
-            if (r->flags & MMP_FLUSH_ALL)
-                continue;
-            ck_assert_msg(r->size != 0, "order %d: flush %d has size 0", order, i);
-            ck_assert_msg(!((r->va ^ (r->va + r->size - 1)) >> 63),
-                          "order %d: flush [%#llx, +%#llx) crosses the hole", order,
-                          (unsigned long long)r->va, (unsigned long long)r->size);
-        }
-        for (int i = 0; i < 5; i++) {
-            int ok = 0;
-            for (int k = 0; k < e->nflush; k++)
-                ok |= covers(&e->log[k], vas[order][i]);
-            ck_assert_msg(ok, "order %d: va %#llx never flushed", order,
-                          (unsigned long long)vas[order][i]);
-        }
-        ck_assert_int_ge(e->nfree, 1);
-        for (int i = 0; i < e->nfree && i < 256; i++)
-            ck_assert_int_ge(e->free_flushes[i], 1);
-        tenv_free(e);
-    }
-}
-END_TEST
-
-/* Finding 6: a range inside a pending one merges first and does not push
- * the disjoint ranges into one covering range. */
-START_TEST(flush_merge_before_overflow)
-{
-    struct tenv *e = tenv_new(&pt_cfgs[2].c); /* arm64 4K, flush_ranges 4 */
-    uint64_t G = 4096;
-    for (uint64_t i = 1; i <= 4; i++)
-        ck_assert_int_eq(mmp_pt_map(&e->pt, i << 30, i << 30, G, RW, 0), 0);
-    e->nflush = 0;
-    ck_assert_int_eq(mmp_lazy_enter(&e->pt), 0);
-    for (uint64_t i = 1; i <= 4; i++)
-        ck_assert_int_eq(mmp_pt_protect(&e->pt, i << 30, G, RO), 0);
-    ck_assert_int_eq(mmp_pt_protect(&e->pt, 1ull << 30, G, RW), 0); /* the same page again */
-    ck_assert_int_eq(mmp_lazy_leave(&e->pt), 0);
-    ck_assert_int_eq(e->nflush, 4);
-    for (int i = 0; i < 4; i++) {
-        ck_assert_uint_eq(e->log[i].size, G);
-        ck_assert_uint_eq(e->log[i].va & (G - 1), 0);
-    }
-    tenv_free(e);
-}
-END_TEST
-
-/* Finding 3: arm64 stage 1, non-global -> global (nG 1 -> 0) on a live
+/* arm64 stage 1, non-global -> global (nG 1 -> 0) on a live
  * page breaks before it makes; global -> non-global stays in place. */
 START_TEST(arm64_global_needs_bbm)
 {
@@ -120,41 +50,7 @@ START_TEST(arm64_global_needs_bbm)
 }
 END_TEST
 
-/* Finding 2: in a lazy section, unmap a block and map a page into it: the
- * block's flush must come before the page is written (the flush sees the
- * range invalid), not at the leave. */
-START_TEST(lazy_unmap_then_map_flushes_first)
-{
-    static const size_t cfgs[] = {0, 2, 4, 8};
-    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
-        struct tenv *e = tenv_new(&pt_cfgs[cfgs[c]].c);
-        struct mmp_pt_info inf;
-        mmp_pt_info(&e->pt, &inf);
-        uint64_t B = first_block(&inf), G = inf.granule, va = 2 * B;
-        ck_assert_int_eq(mmp_pt_map(&e->pt, va, 4 * B, B, RW, 0), 0);
-        ck_assert_int_eq(mmp_lazy_enter(&e->pt), 0);
-        ck_assert_int_eq(mmp_pt_unmap(&e->pt, va, B), 0);
-        e->nflush = 0;
-        e->inspect = 1;
-        ck_assert_int_eq(mmp_pt_map(&e->pt, va, 8 * B, G, RW, 0), 0);
-        int before = e->nflush;
-        ck_assert_int_eq(mmp_lazy_leave(&e->pt), 0);
-        e->inspect = 0;
-        int seen = 0;
-        for (int i = 0; i < before; i++)
-            seen |= e->log[i].all_invalid && covers(&e->log[i], va);
-        ck_assert_msg(seen, "%s: the old block was not flushed before the new page",
-                      pt_cfgs[cfgs[c]].name);
-        struct mmp_pt_leaf l;
-        ck_assert_int_eq(mmp_pt_lookup(&e->pt, va, &l), 0);
-        ck_assert_uint_eq(l.pa, 8 * B);
-        ck_assert_uint_eq(l.size, G);
-        tenv_free(e);
-    }
-}
-END_TEST
-
-/* Finding 4: x86 table -> block under MMP_MAP_REPLACE (page size and frame
+/* x86 table -> block under MMP_MAP_REPLACE (page size and frame
  * change) goes not-present, flush, write; a protect of part of a block
  * that changes nothing only splits (size-only change, no break). */
 START_TEST(x86_size_change_breaks_first)
@@ -191,7 +87,7 @@ START_TEST(x86_size_change_breaks_first)
 }
 END_TEST
 
-/* Finding 5: an x86 fold must not overwrite the old page table (which a
+/* an x86 fold must not overwrite the old page table (which a
  * stale PDE cache may still walk) before its flush. The allocator tracks
  * the pages; the flush callback checks the old table still maps. */
 struct fold_env {
@@ -277,38 +173,11 @@ START_TEST(x86_fold_table_intact_until_flush)
 }
 END_TEST
 
-/* Finding 8: stage 2 with 64K granule and IPA 32/33 (documented valid)
- * starts at level 2 with a small root, as VTCR_EL2 allows. */
-START_TEST(s2_64k_small_ipa)
+Suite *mmp_suite_pt_bbm(void)
 {
-    for (uint32_t ipa = 32; ipa <= 33; ipa++) {
-        struct mmp_pt_config c = {MMP_PT_ARM64_S2, 65536, ipa, 0, 0, 0};
-        struct tenv *e = tenv_new(&c);
-        struct mmp_pt_info inf;
-        mmp_pt_info(&e->pt, &inf);
-        uint64_t G = 65536, top = (1ull << ipa) - G;
-        ck_assert_int_eq(mmp_pt_map(&e->pt, G, 2 * G, G, RW, 0), 0);
-        ck_assert_int_eq(mmp_pt_map(&e->pt, top, 4 * G, G, RW, 0), 0);
-        ck_assert_int_eq(mmp_pt_map(&e->pt, 1ull << ipa, 0, G, RW, 0), -MMP_ERANGE);
-        struct mmp_pt_leaf l;
-        ck_assert_int_eq(mmp_pt_lookup(&e->pt, top, &l), 0);
-        ck_assert_uint_eq(l.pa, 4 * G);
-        ck_assert_int_eq(mmp_pt_unmap(&e->pt, G, G), 0);
-        ck_assert_int_eq(mmp_pt_unmap(&e->pt, top, G), 0);
-        tenv_free(e);
-    }
-}
-END_TEST
-
-Suite *mmp_suite_pt_review(void)
-{
-    Suite *s = suite_create("pt_review");
-    MMP_ADD(s, flush_whole_space_never_size0);
-    MMP_ADD(s, flush_merge_before_overflow);
+    Suite *s = suite_create("pt_bbm");
     MMP_ADD(s, arm64_global_needs_bbm);
-    MMP_ADD(s, lazy_unmap_then_map_flushes_first);
     MMP_ADD(s, x86_size_change_breaks_first);
     MMP_ADD(s, x86_fold_table_intact_until_flush);
-    MMP_ADD(s, s2_64k_small_ipa);
     return s;
 }

@@ -1,0 +1,800 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The page-table update engine: map, unmap, protect, as visitors of the
+ * one walker (core/pt_walk.h).
+ *
+ * Every call walks its range twice with the same visitor:
+ *  1. prepare (o->prep): read-only; finds -EEXIST and counts the table
+ *     pages the call will need, walking the tables it would create as
+ *     imagined ones; they are then allocated up front, so a failed
+ *     allocation returns -ENOMEM with nothing changed (Hafnium's
+ *     prepare/commit);
+ *  2. commit: cannot fail; takes pages from that reserve.
+ * Both passes make every decision in the same entry callbacks, so they
+ * cannot disagree. Tables built during the call (new tables, split blocks)
+ * stay private until linked: they are filled completely, then published
+ * with one store, so they need neither break-before-make nor flushes.
+ *
+ * Every change of a live entry goes through one primitive, pt_break(): the
+ * format's rule (mmp_pt_fmt::needs_bbm) decides whether it needs
+ * break-before-make (store invalid, barrier + flush at once, then write),
+ * or a write in place with the flush deferred to the end of the call or
+ * lazy section (core/pt_batch.c).
+ *
+ * The engine is instantiated per paging depth from the list at the end of
+ * this file, so the walker runs with its depth a constant (the measured
+ * saving: 6-7% fewer instructions); the generic instance reads it from the
+ * table.
+ */
+#include "pt_engine.h"
+#include "pt_op.h"
+#include "pt_walk.h"
+
+static inline uint64_t slot_size(const struct mmp_pt_geom *g, unsigned d)
+{
+    return (uint64_t)1 << g->shift[d];
+}
+
+static inline size_t gran(const struct mmp_pt_geom *g)
+{
+    return (size_t)1 << g->granule_shift;
+}
+
+static inline bool leaf_fits(const struct pt_op *o, unsigned d)
+{
+    const struct mmp_pt_geom *g = o->g;
+    if (!g->leaf_ok[d])
+        return false;
+    if (d + 1 < g->nlev && (o->flags & OPF_NOBLOCK))
+        return false;
+    return (o->delta & (slot_size(g, d) - 1)) == 0;
+}
+
+/* Contiguous-run length this map may use at depth d (1 = none). */
+static unsigned run_len(const struct pt_op *o, unsigned d)
+{
+    const struct mmp_pt_geom *g = o->g;
+    if (!g->cont[d] || (o->flags & OPF_NOCONT))
+        return 1;
+    if (o->delta & ((slot_size(g, d) << g->cont[d]) - 1))
+        return 1;
+    return 1u << g->cont[d];
+}
+
+/* Extend the slot s to a stretch of full slots while the next one is full
+ * and (unless tables_ok) not a table; returns the stretch's last address. */
+static uint64_t stretch(const struct pt_op *o, const struct pt_slot *s, bool tables_ok)
+{
+    uint64_t sz = slot_size(o->g, s->d), slast = s->last;
+    if (!s->t) /* an imagined table holds no tables */
+        return s->last + ((s->end - s->last) / sz) * sz;
+    while (slast != s->end && s->end - slast >= sz) {
+        if (!tables_ok && pt_slot_kind(o->g, s, pt_idx(o->g, s->d, slast + 1)) == PT_TABLE)
+            break;
+        slast += sz;
+    }
+    return slast;
+}
+
+/* ---- the table reserve -------------------------------------------------- */
+
+static void unreserve(struct pt_op *o)
+{
+    struct pt *pt = o->pt;
+    while (o->res) {
+        uint64_t *p = (uint64_t *)o->res;
+        uint64_t pa = o->res_pa;
+        o->res = (void *)(uintptr_t)p[0];
+        o->res_pa = p[1];
+        pt->ops.free_table(pt->ops.ctx, p, pa, gran(o->g));
+    }
+    o->nres = 0;
+}
+
+static int reserve(struct pt_op *o, long n)
+{
+    struct pt *pt = o->pt;
+    for (long i = 0; i < n; i++) {
+        uint64_t pa = 0;
+        uint64_t *p = (uint64_t *)pt->ops.alloc_table(pt->ops.ctx, gran(o->g), &pa);
+        if (!p) {
+            unreserve(o);
+            return -MMP_ENOMEM;
+        }
+        p[0] = (uint64_t)(uintptr_t)o->res;
+        p[1] = o->res_pa;
+        o->res = p;
+        o->res_pa = pa;
+        o->nres++;
+    }
+    return 0;
+}
+
+static uint64_t *take(struct pt_op *o, uint64_t *pa)
+{
+    uint64_t *p = (uint64_t *)o->res;
+    *pa = o->res_pa;
+    o->res = (void *)(uintptr_t)p[0];
+    o->res_pa = p[1];
+    o->nres--;
+    o->pt->st.table_pages++;
+    return p;
+}
+
+/* ---- stores, the break-before-make primitive ---------------------------- */
+
+static void wrote(struct pt_op *o, uint64_t n, bool priv)
+{
+    if (priv)
+        o->pt->st.entries_written += n;
+    else
+        pt_written(o->pt, n);
+}
+
+static void defer_tree(struct pt_op *o, unsigned d, uint64_t *t, uint64_t pa);
+
+/*
+ * Slots [lo, hi] of table t at depth d (slot lo maps va_lo) are about to
+ * change; `needed` is the format's rule for the change (pt_needs_bbm).
+ * A private table needs nothing. A live one is broken when needed: its
+ * valid entries are stored invalid (the subtrees of table entries go to
+ * the deferred-free list), then the barrier and the flush are issued at
+ * once, whatever the batching mode (Arm ARM D8.16.1); the caller then
+ * writes the new entries. Otherwise the change is written in place and
+ * its flush recorded for the end of the call or lazy section.
+ * Returns true when the slots were broken (they are all invalid now).
+ */
+static bool pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
+                     uint64_t va_lo, bool needed, bool priv, unsigned fflags)
+{
+    if (priv)
+        return false;
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t sz = slot_size(g, d), va_hi = va_lo + (uint64_t)(hi - lo + 1) * sz - 1;
+    if (!needed) {
+        mmp_core_pt_flush_add(o->pt, va_lo, va_hi, fflags);
+        return false;
+    }
+    uint64_t n = 0;
+    for (unsigned k = lo; k <= hi; k++) {
+        uint64_t e = pt_ld(&t[k]);
+        if (!(e & g->valid_bit))
+            continue;
+        pt_st(&t[k], 0);
+        n++;
+        if (pt_kind(g, d, e) == PT_TABLE)
+            defer_tree(o, d + 1, pt_child(o->pt, e), e & g->tbl_oa_mask);
+    }
+    wrote(o, n, priv);
+    mmp_core_pt_bbm(o->pt, va_lo, va_hi, fflags);
+    return true;
+}
+
+static inline bool pt_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_t old,
+                                uint64_t nw, unsigned chg)
+{
+    return g->fmt->needs_bbm(g, d, old, nw, chg);
+}
+
+/* Link a table built privately: its contents first, then the pointer. */
+static void link_table(struct pt_op *o, uint64_t *t, unsigned i, uint64_t pa, bool priv)
+{
+    if (priv) {
+        pt_st(&t[i], o->g->tbl_tmpl | pa);
+    } else {
+        mmp_arch_pt_publish();
+        pt_st_release(&t[i], o->g->tbl_tmpl | pa);
+    }
+    wrote(o, 1, priv);
+}
+
+/*
+ * Unmake the contiguous run holding entry i at depth d: its entries lose
+ * the contiguous bit and keep their translations (a contiguity change:
+ * broken first where the format says so). With skip_i, entry i is left
+ * as the break left it, for the caller to write (a split links a table
+ * there).
+ */
+static void unfold_run(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uint64_t va_i,
+                       bool priv, bool skip_i)
+{
+    const struct mmp_pt_geom *g = o->g;
+    unsigned R = 1u << g->cont[d], lo = i & ~(R - 1);
+    uint64_t sz = slot_size(g, d), va_lo = va_i - (uint64_t)(i - lo) * sz;
+    uint64_t e = pt_ld(&t[i]);
+    uint64_t tm = e & ~g->oa_mask[d] & ~g->cont_bit;
+    uint64_t pa_lo = (e & g->oa_mask[d]) - (uint64_t)(i - lo) * sz;
+    pt_break(o, d, t, lo, lo + R - 1, va_lo,
+             pt_needs_bbm(g, d, e, tm | (e & g->oa_mask[d]), PT_CHG_CONT), priv, MMP_FLUSH_LEAF);
+    for (unsigned k = lo; k < lo + R; k++)
+        if (k != i || !skip_i)
+            pt_st(&t[k], tm | (pa_lo + (uint64_t)(k - lo) * sz));
+    wrote(o, R - (skip_i ? 1 : 0), priv);
+}
+
+/* ---- tables an update unlinks ------------------------------------------- */
+
+static void defer_page(void *arg, void *va, uint64_t pa)
+{
+    mmp_core_pt_defer_free((struct pt *)arg, va, pa);
+}
+
+/* Unlinked subtree t (depth d): every table page goes to the deferred-free
+ * list, children before parents. */
+static void defer_tree(struct pt_op *o, unsigned d, uint64_t *t, uint64_t pa)
+{
+    pt_for_each_table(o->pt, d, t, defer_page, o->pt);
+    mmp_core_pt_defer_free(o->pt, t, pa);
+}
+
+static bool tbl_empty(const struct mmp_pt_geom *g, unsigned d, const uint64_t *t)
+{
+    /* Only the writer stores into its tables (walkers just read), so plain
+     * loads are exact here; OR-reducing them lets the compiler vectorise. */
+    uint64_t acc = 0;
+    for (size_t i = 0; i < pt_nent(g, d); i++)
+        acc |= t[i];
+    return !(acc & g->valid_bit);
+}
+
+/* ---- splitting a leaf --------------------------------------------------- */
+
+enum { T_NONE, T_TABLE, T_NEW, T_SPLIT };
+
+/*
+ * Replace the leaf of slot s by a private table of equivalent smaller
+ * leaves (contiguous runs where they hold); the walk then applies the
+ * operation inside it and split_end() links it.
+ */
+static int split_begin(struct pt_op *o, struct pt_slot *s)
+{
+    const struct mmp_pt_geom *g = o->g;
+    unsigned d = s->d;
+    uint64_t csz = slot_size(g, d + 1), cpa;
+    uint64_t *c = take(o, &cpa);
+    uint64_t ctm = g->fmt->child(g, d, s->e), pa0 = s->e & g->oa_mask[d];
+    if (g->cont[d + 1] && !(o->pt->cfg_flags & MMP_PT_NO_CONT))
+        ctm |= g->cont_bit; /* a block is aligned to every run below it */
+    size_t n = pt_nent(g, d + 1);
+    for (size_t k = 0; k < n; k++)
+        c[k] = ctm | (pa0 + k * csz);
+    o->pt->st.entries_written += n;
+    s->tag = T_SPLIT;
+    s->aux = cpa;
+    s->aux2 = o->pt->st.entries_written;
+    return pt_descend(s, c, PT_TABLE, true);
+}
+
+static void split_end(struct pt_op *o, struct pt_slot *s)
+{
+    const struct mmp_pt_geom *g = o->g;
+    unsigned d = s->d;
+    uint64_t sz = slot_size(g, d), base = s->va & ~(sz - 1);
+    /* Nothing written into the child: only the page size changes. An
+     * unmap split counts as size-only too (the removed pages need no
+     * second translation to be correct). */
+    bool differs = o->kind != OP_UNMAP && o->pt->st.entries_written != s->aux2;
+    if (s->e & g->cont_bit) {
+        unfold_run(o, d, s->t, s->i, base, s->priv, true);
+    } else {
+        unsigned chg = PT_CHG_SIZE | (differs ? PT_CHG_ATTR : 0);
+        pt_break(o, d, s->t, s->i, s->i, base, pt_needs_bbm(g, d, s->e, 0, chg), s->priv,
+                 MMP_FLUSH_LEAF);
+    }
+    link_table(o, s->t, s->i, s->aux, s->priv);
+}
+
+/* ---- map ---------------------------------------------------------------- */
+
+/* Entries [k0, k1] are valid, non-contiguous leaves mapping pa0.. with tm. */
+static bool run_matches(const struct pt_op *o, unsigned d, const uint64_t *t, unsigned k0,
+                        unsigned k1, uint64_t pa0, uint64_t tm)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t sz = slot_size(g, d), m = ~g->oa_mask[d] & ~g->ign_mask;
+    for (unsigned k = k0; k <= k1; k++, pa0 += sz) {
+        uint64_t e = pt_ld(&t[k]);
+        if (pt_kind(g, d, e) != PT_LEAF || (e & g->cont_bit) ||
+            (e & g->oa_mask[d]) != pa0 || (e & m) != (tm & m))
+            return false;
+    }
+    return true;
+}
+
+/*
+ * Map replacing whatever [a, b] held (MMP_MAP_REPLACE): contiguous runs
+ * straddling the ends are unmade, then the valid entries and tables of
+ * [a, b] are broken where the format says so (a table replaced by a leaf
+ * changes the page size and in general the frame); replaced tables are
+ * freed after the flush.
+ */
+static void replace_prepare(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, unsigned b,
+                            uint64_t va_a, bool priv)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t sz = slot_size(g, d);
+    if (g->cont[d]) {
+        unsigned R = 1u << g->cont[d];
+        uint64_t ea = pt_ld(&t[a]);
+        if (pt_kind(g, d, ea) == PT_LEAF && (ea & g->cont_bit) && (a & (R - 1)))
+            unfold_run(o, d, t, a, va_a, priv, false);
+        uint64_t eb = pt_ld(&t[b]);
+        if (pt_kind(g, d, eb) == PT_LEAF && (eb & g->cont_bit) && ((b + 1) & (R - 1)))
+            unfold_run(o, d, t, b, va_a + (uint64_t)(b - a) * sz, priv, false);
+    }
+    bool any = false, tables = false;
+    uint64_t first = 0;
+    for (unsigned k = a; k <= b; k++) {
+        uint64_t e = pt_ld(&t[k]);
+        if (!(e & g->valid_bit))
+            continue;
+        if (!any)
+            first = e;
+        any = true;
+        tables |= pt_kind(g, d, e) == PT_TABLE;
+    }
+    if (!any)
+        return;
+    unsigned chg = PT_CHG_OA | (tables ? PT_CHG_SIZE : 0);
+    pt_break(o, d, t, a, b, va_a, pt_needs_bbm(g, d, first, o->tmpl[d], chg), priv,
+             tables ? 0 : MMP_FLUSH_LEAF);
+}
+
+/* Write leaves for the full slots [a, b] of t (depth d), largest first. */
+static void map_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, unsigned b,
+                       uint64_t va_a, bool priv)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t sz = slot_size(g, d), tm = o->tmpl[d];
+    unsigned R = run_len(o, d), lo = a, hi = b;
+    uint64_t pa_a = va_a + o->delta;
+    if (o->flags & OPF_REPLACE)
+        replace_prepare(o, d, t, a, b, va_a, priv);
+    if (R > 1 && !(o->flags & OPF_NOFOLD)) {
+        /* Fold runs this call completes (Linux contpte_try_fold): the
+         * run's other entries must already map the matching addresses. */
+        unsigned ra = a & ~(R - 1), rb = b | (R - 1);
+        bool fa = ra < a && run_matches(o, d, t, ra, a - 1, pa_a - (uint64_t)(a - ra) * sz, tm);
+        bool fb = rb > b &&
+                  run_matches(o, d, t, b + 1, rb, pa_a + (uint64_t)(b - a + 1) * sz, tm);
+        if ((a & ~(R - 1)) == (b & ~(R - 1)))
+            fa = fb = (ra == a || fa) && (rb == b || fb) && (ra < a || rb > b);
+        if (fa)
+            lo = ra;
+        if (fb)
+            hi = rb;
+        if (fa || fb)
+            pt_break(o, d, t, lo, hi, va_a - (uint64_t)(a - lo) * sz,
+                     pt_needs_bbm(g, d, tm, tm | g->cont_bit, PT_CHG_CONT), priv,
+                     MMP_FLUSH_LEAF);
+    }
+    uint64_t pa = pa_a - (uint64_t)(a - lo) * sz, cont = g->cont_bit;
+    unsigned k = lo;
+    while (k <= hi) {
+        if (R > 1 && !(k & (R - 1)) && k + R - 1 <= hi) {
+            uint64_t v = tm | cont | pa;
+            for (unsigned m = 0; m < R; m++, v += sz)
+                pt_st(&t[k + m], v);
+            pa += (uint64_t)R * sz;
+            k += R;
+        } else {
+            pt_st(&t[k], tm | pa);
+            pa += sz;
+            k++;
+        }
+    }
+    wrote(o, hi - lo + 1, priv);
+}
+
+/*
+ * Folding of a block-sized region: when this call completed a table whose
+ * entries all map one aligned region with this call's attributes, the
+ * table becomes one block (a size-only change; the table page is freed
+ * after the flush).
+ */
+static void try_collapse(struct pt_op *o, struct pt_slot *s)
+{
+    const struct mmp_pt_geom *g = o->g;
+    unsigned d = s->d, i = s->i;
+    uint64_t *t = s->t, *c = pt_slot_child(s);
+    bool priv = s->priv;
+    uint64_t sz = slot_size(g, d), base = s->va & ~(sz - 1);
+    unsigned n = (unsigned)pt_nent(g, d + 1);
+    uint64_t pa = base + o->delta, csz = slot_size(g, d + 1);
+    uint64_t m = ~g->oa_mask[d + 1] & ~g->cont_bit & ~g->ign_mask;
+    uint64_t tm = o->tmpl[d + 1] & m, lst = pt_ld(&c[n - 1]);
+    if (pt_kind(g, d + 1, lst) != PT_LEAF || (lst & g->oa_mask[d + 1]) != pa + (n - 1) * csz)
+        return; /* the common case: not complete */
+    for (unsigned k = 0; k < n; k++) {
+        uint64_t x = pt_ld(&c[k]);
+        if (pt_kind(g, d + 1, x) != PT_LEAF || (x & g->oa_mask[d + 1]) != pa + k * csz ||
+            (x & m) != tm)
+            return;
+    }
+    uint64_t blk = o->tmpl[d] | pa;
+    /* Without a break (x86: same translation, and Intel allows a
+     * size-only change as one store), a stale walk cache may still walk c
+     * until the flush and must find its valid entries: keep c untouched. */
+    bool broken = pt_break(o, d, t, i, i, base, pt_needs_bbm(g, d, s->e, blk, PT_CHG_SIZE),
+                           priv, 0);
+    pt_st(&t[i], blk);
+    wrote(o, 1, priv);
+    if (!broken) /* (a break sent c to the deferred-free list itself) */
+        mmp_core_pt_defer_keep(o->pt, c, s->e & g->tbl_oa_mask);
+    /* The new block may complete a contiguous run of blocks. */
+    unsigned R = run_len(o, d);
+    if (R > 1) {
+        unsigned ra = i & ~(R - 1);
+        uint64_t va_ra = base - (uint64_t)(i - ra) * sz;
+        if (run_matches(o, d, t, ra, ra + R - 1, va_ra + o->delta, o->tmpl[d])) {
+            pt_break(o, d, t, ra, ra + R - 1, va_ra,
+                     pt_needs_bbm(g, d, blk, blk | g->cont_bit, PT_CHG_CONT), priv,
+                     MMP_FLUSH_LEAF);
+            for (unsigned k = ra; k < ra + R; k++)
+                pt_st(&t[k], o->tmpl[d] | g->cont_bit | (va_ra + o->delta + (k - ra) * sz));
+            wrote(o, R, priv);
+        }
+    }
+}
+
+PT_VISITOR int map_entry(void *ctx, struct pt_slot *s)
+{
+    struct pt_op *o = (struct pt_op *)ctx;
+    bool replace = (o->flags & OPF_REPLACE) != 0;
+    s->tag = T_NONE;
+    if (s->full && leaf_fits(o, s->d) && (replace || s->kind != PT_TABLE)) {
+        /* The longest stretch of full slots that take leaves. */
+        s->span_last = stretch(o, s, replace);
+        return PT_SPAN;
+    }
+    if (s->kind == PT_TABLE) {
+        s->tag = T_TABLE;
+        return pt_descend(s, pt_child(o->pt, s->e), PT_TABLE, s->priv);
+    }
+    if (o->prep) {
+        if (s->kind == PT_LEAF && !replace)
+            return -MMP_EEXIST;
+        o->need++;
+        return pt_descend(s, NULL, s->kind, true);
+    }
+    if (s->kind == PT_LEAF)
+        return split_begin(o, s);
+    uint64_t cpa;
+    uint64_t *c = take(o, &cpa);
+    __builtin_memset(c, 0, gran(o->g));
+    s->tag = T_NEW;
+    s->aux = cpa;
+    return pt_descend(s, c, PT_TABLE, true);
+}
+
+PT_VISITOR int map_span(void *ctx, struct pt_slot *s)
+{
+    struct pt_op *o = (struct pt_op *)ctx;
+    const struct mmp_pt_geom *g = o->g;
+    unsigned a = s->i, b = pt_idx(g, s->d, s->span_last);
+    if (!o->prep) {
+        map_leaves(o, s->d, s->t, a, b, s->va, s->priv);
+        return 0;
+    }
+    if (o->flags & OPF_REPLACE)
+        return 0;
+    if (!s->t)
+        return s->vkind == PT_LEAF ? -MMP_EEXIST : 0;
+    for (unsigned k = a; k <= b; k++)
+        if (pt_ld(&s->t[k]) & g->valid_bit)
+            return -MMP_EEXIST;
+    return 0;
+}
+
+PT_VISITOR int map_post(void *ctx, struct pt_slot *s)
+{
+    struct pt_op *o = (struct pt_op *)ctx;
+    if (o->prep)
+        return 0;
+    if (s->tag == T_TABLE) {
+        if (leaf_fits(o, s->d) && !(o->flags & OPF_NOFOLD))
+            try_collapse(o, s);
+    } else if (s->tag == T_NEW) {
+        link_table(o, s->t, s->i, s->aux, s->priv);
+    } else if (s->tag == T_SPLIT) {
+        split_end(o, s);
+    }
+    return 0;
+}
+
+static const struct pt_visitor map_visitor = {
+    .entry = map_entry, .span = map_span, .post = map_post};
+
+/* ---- unmap / protect ---------------------------------------------------- */
+
+/* Unmap or re-protect entry k (e, before any break) of a chunk of
+ * [a, b]; entries outside [a, b] belong to a run cut by the range and
+ * lose the contiguous bit. Returns 1 when it stored. */
+static unsigned chg_one(struct pt_op *o, unsigned d, uint64_t *t, unsigned k, uint64_t e,
+                        unsigned a, unsigned b, bool broken)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t cb = g->cont_bit, cmp = ~g->ign_mask, v;
+    unsigned R = g->cont[d] ? 1u << g->cont[d] : 1;
+    if (!(e & g->valid_bit))
+        return 0;
+    if (k < a || k > b) {
+        v = e & ~cb;
+    } else if (o->kind == OP_UNMAP) {
+        v = 0;
+    } else {
+        bool cut = (e & cb) && ((k & ~(R - 1)) < a || (k | (R - 1)) > b);
+        v = (e & (g->oa_mask[d] | (cut ? 0 : cb))) | o->tmpl[d];
+        if ((v & cmp) == (e & cmp))
+            v = e;
+    }
+    if (broken ? v == 0 : v == e)
+        return 0;
+    pt_st(&t[k], v);
+    return 1;
+}
+
+/*
+ * Full slots [a, b] of t at depth d hold leaves or nothing: unmap or
+ * re-protect them, in chunks of CHUNK entries. Contiguous runs cut by the
+ * range's ends are unmade (a contiguity change). Runs wholly inside keep
+ * their bit: a permission change is written in place, because until the
+ * flush a TLB may give either the old or the new permission for the run and
+ * after it only the new one (what Linux's contpte_wrprotect_ptes relies on);
+ * whether an attribute change needs break-before-make is the format's rule,
+ * asked once per distinct attribute set.
+ */
+static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, unsigned b,
+                       uint64_t va_a, bool priv)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t sz = slot_size(g, d), vb = g->valid_bit, cb = g->cont_bit, cmp = ~g->ign_mask;
+    uint64_t oa = g->oa_mask[d], tmpl = o->tmpl[d], tmask = ~oa & ~cb, keep = oa | cb;
+    bool unmap = o->kind == OP_UNMAP, ask = g->bbm && !unmap && !priv;
+    unsigned R = g->cont[d] ? 1u << g->cont[d] : 1;
+    uint64_t old[CHUNK];
+    bool tm_bbm = false;
+    uint64_t last_tm = ~0ull;
+    /* [A, B]: the slots of the runs wholly inside [a, b] */
+    unsigned A = (a + R - 1) & ~(R - 1), B = ((b + 1) & ~(R - 1)) - 1;
+    if (A > b || B < a || B + 1 == 0)
+        A = b + 1, B = b;
+    for (unsigned x = a; x <= b;) {
+        unsigned y = (x | (CHUNK - 1)) < b ? (x | (CHUNK - 1)) : b;
+        unsigned lo = x, hi = y, brk = y + 1; /* slots [brk, hi] get broken */
+        if (R > 1) {
+            /* Only the runs at the chunk's ends can reach outside [a, b]:
+             * cut, they are unmade (a contiguity change). */
+            uint64_t ex = pt_ld(&t[x]), ey = pt_ld(&t[y]);
+            if ((ex & vb) && (ex & cb)) {
+                lo = x & ~(R - 1);
+                if (lo < a && !priv && pt_needs_bbm(g, d, ex, ex & ~cb, PT_CHG_CONT))
+                    brk = lo;
+            }
+            if ((ey & vb) && (ey & cb)) {
+                hi = y | (R - 1);
+                if (hi > b && !priv && pt_needs_bbm(g, d, ey, ey & ~cb, PT_CHG_CONT))
+                    brk = lo;
+            }
+            if (brk == y + 1)
+                brk = hi + 1;
+        } else {
+            brk = hi + 1;
+        }
+        /* In place, in slot order, until an entry whose new attributes
+         * need a break (the rule is asked once per distinct attribute
+         * set); runs wholly inside [a, b] keep their bit, so between the
+         * first and the last whole run the new value is the frame (and
+         * bit) with the new template: the fast loop, as tight as map's. */
+        uint64_t n = 0;
+        unsigned f0 = x > A ? x : A, f1 = y < B ? y : B;
+        if (f0 > f1 || f0 >= brk)
+            f0 = f1 = brk;
+        else if (f1 >= brk)
+            f1 = brk - 1;
+        for (unsigned k = lo; k < brk; k++) {
+            if (k >= f0 && k <= f1 && f0 < brk) {
+                /* The fast loop over whole runs inside [a, b]. An entry
+                 * that continues the last one changed (next frame, same
+                 * bits) takes the next new value; any other is computed,
+                 * and an attribute set the rule has not passed (or an
+                 * invalid entry: the set holds the valid bit) goes to the
+                 * rule below. */
+                uint64_t exp = 0, nv = 0;
+                bool chain = false;
+                for (; k <= f1; k++) {
+                    uint64_t e = pt_ld(&t[k]);
+                    if (chain && e == exp) {
+                        pt_st(&t[k], nv);
+                        n++;
+                        exp += sz;
+                        nv += sz;
+                        continue;
+                    }
+                    uint64_t v = unmap ? 0 : (e & keep) | tmpl;
+                    if (ask ? (e & tmask) != last_tm || tm_bbm : !(e & vb))
+                        break;
+                    chain = false;
+                    if (unmap || ((v ^ e) & cmp)) {
+                        pt_st(&t[k], v);
+                        n++;
+                        /* (no carry out of the frame bits: then the next
+                         * entry's new value is v + sz) */
+                        chain = !unmap && !(((e + sz) ^ e) & ~oa);
+                        exp = e + sz;
+                        nv = v + sz;
+                    }
+                }
+                if (k > f1) {
+                    k = f1; /* the loop's k++ moves on past the fast range */
+                    continue;
+                }
+            }
+            uint64_t e = pt_ld(&t[k]);
+            if (!(e & vb))
+                continue;
+            if (ask && (e & tmask) != last_tm) {
+                last_tm = e & tmask;
+                tm_bbm = pt_needs_bbm(g, d, e, (e & oa) | tmpl, PT_CHG_ATTR);
+            }
+            if (ask && tm_bbm) {
+                unsigned rs = (e & cb) ? k & ~(R - 1) : k;
+                brk = rs > lo ? rs : lo;
+                break;
+            }
+            n += chg_one(o, d, t, k, e, a, b, false);
+        }
+        if (n) { /* in place: the flush is deferred */
+            uint64_t va_lo = va_a - ((uint64_t)a - lo) * sz;
+            pt_break(o, d, t, lo, brk - 1, va_lo, false, priv, MMP_FLUSH_LEAF);
+            wrote(o, n, priv);
+        }
+        if (brk <= hi) {
+            uint64_t va_b = va_a - ((uint64_t)a - brk) * sz;
+            for (unsigned m = brk; m <= hi; m++)
+                old[m - brk] = pt_ld(&t[m]);
+            pt_break(o, d, t, brk, hi, va_b, true, priv, MMP_FLUSH_LEAF);
+            n = 0;
+            for (unsigned m = brk; m <= hi; m++)
+                n += chg_one(o, d, t, m, old[m - brk], a, b, true);
+            wrote(o, n, priv);
+        }
+        if (y == b)
+            break;
+        x = y + 1;
+    }
+}
+
+/* Unlink the table of slot s (every slot below it unmapped); its pages go
+ * after the flush that covers them. */
+static void drop_table(struct pt_op *o, struct pt_slot *s)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t sz = slot_size(g, s->d), base = s->va & ~(sz - 1);
+    pt_st(&s->t[s->i], 0);
+    wrote(o, 1, s->priv);
+    defer_tree(o, s->d + 1, pt_child(o->pt, s->e), s->e & g->tbl_oa_mask);
+    mmp_core_pt_flush_add(o->pt, base, base + sz - 1, 0);
+}
+
+PT_VISITOR int chg_entry(void *ctx, struct pt_slot *s)
+{
+    struct pt_op *o = (struct pt_op *)ctx;
+    s->tag = T_NONE;
+    if (s->kind == PT_TABLE) {
+        bool keep = (o->pt->cfg_flags & MMP_PT_KEEP_TABLES) != 0;
+        if (s->full && (o->prep || (o->kind == OP_UNMAP && !keep))) {
+            /* Nothing below a wholly covered table needs a new table. */
+            if (!o->prep)
+                drop_table(o, s);
+            return PT_SKIP;
+        }
+        s->tag = T_TABLE;
+        return pt_descend(s, pt_child(o->pt, s->e), PT_TABLE, s->priv);
+    }
+    if (s->full) {
+        if (o->prep)
+            return PT_SKIP;
+        s->span_last = stretch(o, s, false);
+        return PT_SPAN;
+    }
+    if (s->kind != PT_LEAF)
+        return PT_SKIP;
+    if (o->prep) {
+        o->need++;
+        return pt_descend(s, NULL, PT_LEAF, true);
+    }
+    return split_begin(o, s);
+}
+
+PT_VISITOR int chg_span(void *ctx, struct pt_slot *s)
+{
+    struct pt_op *o = (struct pt_op *)ctx;
+    if (!o->prep)
+        chg_leaves(o, s->d, s->t, s->i, pt_idx(o->g, s->d, s->span_last), s->va, s->priv);
+    return 0;
+}
+
+PT_VISITOR int chg_post(void *ctx, struct pt_slot *s)
+{
+    struct pt_op *o = (struct pt_op *)ctx;
+    if (o->prep)
+        return 0;
+    if (s->tag == T_TABLE) {
+        bool keep = (o->pt->cfg_flags & MMP_PT_KEEP_TABLES) != 0;
+        if (o->kind == OP_UNMAP && !keep && tbl_empty(o->g, s->d + 1, pt_slot_child(s)))
+            drop_table(o, s);
+    } else if (s->tag == T_SPLIT) {
+        split_end(o, s);
+    }
+    return 0;
+}
+
+static const struct pt_visitor chg_visitor = {
+    .entry = chg_entry, .span = chg_span, .post = chg_post};
+
+/* ---- one call ----------------------------------------------------------- */
+
+static inline __attribute__((always_inline)) int pt_run(struct pt_op *o, uint64_t va,
+                                                        uint64_t last, unsigned nlev)
+{
+    struct pt *pt = o->pt;
+    o->prep = true;
+    o->need = 0;
+    int rc = o->kind == OP_MAP ? pt_walk(&map_visitor, o, pt, nlev, 0, pt->root, false, va, last)
+                               : pt_walk(&chg_visitor, o, pt, nlev, 0, pt->root, false, va, last);
+    if (rc < 0)
+        return rc;
+    rc = reserve(o, o->need);
+    if (rc)
+        return rc;
+    o->prep = false;
+    /* A map over a range whose flush a lazy section deferred (unmap, then
+     * map again) would write valid entries while the old translations may
+     * still be cached: emit the pending flush first (break-before-make is
+     * never deferred). */
+    if (o->kind == OP_MAP && pt_pending_in(pt, va, last))
+        mmp_core_pt_sync(pt);
+    if (o->kind == OP_MAP)
+        pt_walk(&map_visitor, o, pt, nlev, 0, pt->root, false, va, last);
+    else
+        pt_walk(&chg_visitor, o, pt, nlev, 0, pt->root, false, va, last);
+    unreserve(o); /* empty: the commit took what the prepare counted */
+    mmp_core_pt_call_end(pt);
+    return 0;
+}
+
+/* The instances: one per depth, and the generic one. */
+#define PT_DEPTHS(X) X(2) X(3) X(4) X(5)
+
+#define PT_INSTANCE(n)                                                         \
+    static int pt_run_##n(struct pt_op *o, uint64_t va, uint64_t last)         \
+    {                                                                          \
+        return pt_run(o, va, last, n);                                         \
+    }
+PT_DEPTHS(PT_INSTANCE)
+
+static int pt_run_generic(struct pt_op *o, uint64_t va, uint64_t last)
+{
+    return pt_run(o, va, last, o->g->nlev);
+}
+
+#define PT_CASE(n) case n: return pt_run_##n;
+static mmp_core_pt_run_fn engine_for(unsigned nlev)
+{
+    switch (nlev) {
+    PT_DEPTHS(PT_CASE)
+    default: return pt_run_generic;
+    }
+}
+
+void mmp_core_pt_engine_select(struct mmp_pt *p, bool generic)
+{
+    struct pt *pt = pt_of(p);
+    pt->run = generic ? pt_run_generic : engine_for(pt->g.nlev);
+}
+
+int mmp_core_pt_run(struct pt_op *o, uint64_t va, uint64_t last)
+{
+    return o->pt->run(o, va, last);
+}

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one descent of a table tree. Every path that looks at more than one
+ * entry - map, unmap and protect (their prepare and commit passes), lookup,
+ * walk, usage, teardown and the freeing of unlinked subtrees - is a
+ * visitor of pt_walk(); none descends by itself.
+ *
+ * pt_walk() visits [va, last] of the table t at depth d0 slot by slot. For a
+ * slot above the last level it asks the visitor's `entry` what to do:
+ *   PT_SKIP     nothing (the walk moves to the next slot);
+ *   PT_SPAN     hand slots [s->i, index of s->span_last] of this table to
+ *               `span` in one call (the visitor stretches over as many
+ *               slots as it wants to treat alike);
+ *   PT_DESCEND  walk the table given with pt_descend() (depth d + 1) over
+ *               the slot's part of the range, then call `post` for the
+ *               slot (table pre/post order).
+ * A non-zero return of `span` or `post`, or a negative one of `entry`,
+ * ends the walk with that value.
+ * Without `entry`, tables are descended into and everything else is a
+ * one-slot span (the read-only walks). At the last level the whole range
+ * of the table goes to `span` at once.
+ *
+ * The walk is iterative (a frame per level, bounded by MMP_PT_MAXLEV) and
+ * always inlined: each caller passes a constant visitor, so the callbacks
+ * become direct, inlined code and `nlev` a constant in the depth-specialised
+ * engine instances (core/pt_engine.c).
+ *
+ * A prepare pass walks tables that do not exist yet (the ones its commit
+ * would create): s->t is NULL and every entry of such a table is of kind
+ * s->vkind (PT_INV for a new table, PT_LEAF for a split block).
+ */
+#ifndef MMPORT_CORE_PT_WALK_H
+#define MMPORT_CORE_PT_WALK_H
+
+#include "pt_int.h"
+
+enum { PT_SKIP = 0, PT_SPAN = 1, PT_DESCEND = 2 };
+
+/* Visitor flags. */
+#define PT_V_ACQUIRE 1u /* load entries with acquire (readers racing a writer) */
+
+/* One slot of one table, as the walker shows it to a visitor. The walk
+ * keeps one per depth; slot d + 1 describes the table below slot d. */
+struct pt_slot {
+    /* the table at this depth (set by the parent's pt_descend()) */
+    uint64_t *t;    /* NULL: imagined by a prepare pass */
+    int vkind;      /* t == NULL: the kind of every entry */
+    bool priv;      /* t is not linked yet (built by this call) */
+    /* the slot */
+    bool full;      /* the walked range covers the whole slot */
+    unsigned d, i;
+    int kind;       /* PT_INV / PT_TABLE / PT_LEAF */
+    uint64_t e;     /* the entry (0 in an imagined table) */
+    uint64_t va, last; /* the walked range's part in this slot */
+    uint64_t end;      /* last address of the walked range in this table */
+    /* PT_SPAN: last address of the span (>= last), set by the visitor */
+    uint64_t span_last;
+    /* free for the visitor between entry and post */
+    int tag;
+    uint64_t aux, aux2;
+};
+
+struct pt_visitor {
+    unsigned flags;
+    int (*entry)(void *ctx, struct pt_slot *s);
+    int (*span)(void *ctx, struct pt_slot *s);
+    int (*post)(void *ctx, struct pt_slot *s);
+};
+
+/* Visitor callbacks are inlined into the walk that calls them. */
+#define PT_VISITOR static inline __attribute__((always_inline))
+
+/* An entry callback's answer to descend into child (NULL: an imagined
+ * table, every entry of kind vkind; priv: not linked yet). */
+static inline __attribute__((always_inline)) int pt_descend(struct pt_slot *s, uint64_t *child,
+                                                            int vkind, bool priv)
+{
+    s[1].t = child;
+    s[1].vkind = vkind;
+    s[1].priv = priv;
+    return PT_DESCEND;
+}
+
+/* In post: the table the walk descended into from slot s. */
+static inline uint64_t *pt_slot_child(const struct pt_slot *s)
+{
+    return s[1].t;
+}
+
+/* Kind of entry i of the table a slot describes. */
+static inline int pt_slot_kind(const struct mmp_pt_geom *g, const struct pt_slot *s, unsigned i)
+{
+    return s->t ? pt_kind(g, s->d, pt_ld(&s->t[i])) : s->vkind;
+}
+
+static inline __attribute__((always_inline)) int
+pt_walk(const struct pt_visitor *v, void *ctx, const struct pt *pt, unsigned nlev, unsigned d0,
+        uint64_t *t0, bool priv0, uint64_t va, uint64_t last)
+{
+    const struct mmp_pt_geom *g = &pt->g;
+    struct pt_slot f[MMP_PT_MAXLEV + 1];
+    struct pt_slot *s = &f[d0], *top = s;
+    s->t = t0;
+    s->vkind = PT_TABLE;
+    s->priv = priv0;
+    s->end = last;
+    s->d = d0;
+    for (;;) {
+        unsigned d = s->d;
+        int rc;
+        s->va = va;
+        s->i = pt_idx(g, d, va);
+        if (d + 1 == nlev) {
+            s->last = s->span_last = s->end;
+            rc = v->span(ctx, s);
+            if (rc)
+                return rc;
+        } else {
+            uint64_t m = ((uint64_t)1 << g->shift[d]) - 1, sl = va | m;
+            s->full = !(va & m) && sl <= s->end;
+            s->last = sl <= s->end ? sl : s->end;
+            if (s->t) {
+                s->e = (v->flags & PT_V_ACQUIRE) ? pt_ld_acquire(&s->t[s->i]) : pt_ld(&s->t[s->i]);
+                s->kind = pt_kind(g, d, s->e);
+            } else {
+                s->e = 0;
+                s->kind = s->vkind;
+            }
+            if (v->entry)
+                rc = v->entry(ctx, s);
+            else if (s->kind == PT_TABLE)
+                rc = pt_descend(s, pt_child(pt, s->e), PT_TABLE, s->priv);
+            else
+                s->span_last = s->last, rc = PT_SPAN;
+            if (rc < 0)
+                return rc;
+            if (rc == PT_DESCEND) {
+                s[1].end = s->last;
+                s[1].d = d + 1;
+                s++;
+                continue;
+            }
+            if (rc == PT_SPAN) {
+                rc = v->span(ctx, s);
+                if (rc)
+                    return rc;
+                s->last = s->span_last;
+            }
+        }
+        /* Next slot; climb out of every table whose range is done. */
+        while (s->last == s->end) {
+            if (s == top)
+                return 0;
+            s--;
+            if (v->post && (rc = v->post(ctx, s)) != 0)
+                return rc;
+        }
+        va = s->last + 1;
+    }
+}
+
+/* The one leaf decoder: what the leaf e at depth d maps (va inside it). */
+static inline void pt_leaf_of(const struct pt *pt, unsigned d, uint64_t e, uint64_t va,
+                              struct mmp_pt_leaf *l)
+{
+    const struct mmp_pt_geom *g = &pt->g;
+    uint64_t sz = (uint64_t)1 << g->shift[d];
+    l->va = va & ~(sz - 1);
+    l->pa = e & g->oa_mask[d];
+    l->size = sz;
+    l->attrs = g->fmt->attrs(g, d, e);
+    l->level = (uint8_t)(g->first_level + g->level_step * (int)d);
+    l->kind = (e & g->cont_bit) ? MMP_LEAF_CONT : d + 1 == g->nlev ? MMP_LEAF_PAGE : MMP_LEAF_BLOCK;
+    l->desc = e;
+}
+
+/* Last address of the whole index space of the table at depth d (used to
+ * walk every slot of a table, e.g. for teardown and usage). */
+static inline uint64_t pt_span_of(const struct mmp_pt_geom *g, unsigned d)
+{
+    unsigned bits = g->shift[d] + g->nbits[d];
+    return bits >= 64 ? ~0ull : ((uint64_t)1 << bits) - 1;
+}
+
+/* ---- every table page below a table ------------------------------------ */
+
+struct pt_tables {
+    const struct pt *pt;
+    void (*fn)(void *arg, void *va, uint64_t pa);
+    void *arg;
+};
+
+static inline int pt_tables_span(void *ctx, struct pt_slot *s)
+{
+    (void)ctx;
+    (void)s;
+    return 0;
+}
+
+static inline int pt_tables_post(void *ctx, struct pt_slot *s)
+{
+    struct pt_tables *w = (struct pt_tables *)ctx;
+    w->fn(w->arg, pt_slot_child(s), s->e & w->pt->g.tbl_oa_mask);
+    return 0;
+}
+
+/* fn(arg, va, pa) for every table page below t (depth d), children before
+ * their parent; t itself is not included. Teardown and the deferred free
+ * of unlinked subtrees. */
+static inline void pt_for_each_table(const struct pt *pt, unsigned d, uint64_t *t,
+                                     void (*fn)(void *arg, void *va, uint64_t pa), void *arg)
+{
+    static const struct pt_visitor v = {.span = pt_tables_span, .post = pt_tables_post};
+    struct pt_tables w = {pt, fn, arg};
+    /* Only the indices matter below the table: walk all of them. */
+    pt_walk(&v, &w, pt, pt->g.nlev, d, t, false, 0, pt_span_of(&pt->g, d));
+}
+
+#endif
