@@ -125,8 +125,11 @@ static int read_span(void *ctx, struct pt_slot *s)
     struct walk_ctx *w = (struct walk_ctx *)ctx;
     const struct mmp_pt_geom *g = &w->pt->g;
     uint64_t sz = (uint64_t)1 << g->shift[s->d];
+    bool last = s->d + 1 == g->nlev;
     for (uint64_t va = s->va;; va = (va | (sz - 1)) + 1) {
-        uint64_t e = pt_ld_acquire(&s->t[pt_idx(g, s->d, va)]);
+        /* Above the last level the span is the one slot the walker loaded:
+         * use that value (loading again could meet a table linked since). */
+        uint64_t e = last ? pt_ld_acquire(&s->t[pt_idx(g, s->d, va)]) : s->e;
         if (pt_kind(g, s->d, e) == PT_LEAF) {
             struct mmp_pt_leaf l;
             pt_leaf_of(w->pt, s->d, e, va, &l);

@@ -261,6 +261,23 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
     for (size_t k = 0; k < n; k++)
         c[k] = v + k * csz;
     o->pt->st.entries_written += n;
+    uint64_t sz = slot_size(g, d), base = s->va & ~(sz - 1);
+    if (!s->priv && o->kind != OP_UNMAP && !(s->e & g->cont_bit) &&
+        !pt_needs_bbm(g, d, s->e, 0, PT_CHG_SIZE)) {
+        /*
+         * Split first, then change: where the format lets a size-only
+         * change go in with one store (x86, Intel SDM vol. 3A 4.10.2.3;
+         * arm64 with FEAT_BBM level 2), the table of the block's own
+         * translations is linked at once and its flush issued now, so no
+         * TLB still holds the block when entries inside change; every
+         * address outside the changed range stays mapped throughout. The
+         * operation then runs in the live table.
+         */
+        link_table(o, s->t, s->i, cpa, false);
+        mmp_core_pt_flush_now(o->pt, base, base + sz - 1, MMP_FLUSH_LEAF);
+        s->tag = T_NONE;
+        return pt_descend(s, c, PT_TABLE, false);
+    }
     s->tag = T_SPLIT;
     s->aux = cpa;
     s->aux2 = o->pt->st.entries_written;

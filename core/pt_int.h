@@ -155,6 +155,9 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
 /* Break-before-make: the entries for [lo, last] were made invalid; emit the
  * barrier and the flush now, whatever the batching mode. */
 void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags);
+/* The barrier and the flush of [lo, last] now, whatever the batching mode
+ * (a split that must be complete before entries inside it change). */
+void mmp_core_pt_flush_now(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags);
 /* Does a deferred flush overlap [lo, last]? (At most PT_MAX_RANGES
  * compares; nothing is pending outside a lazy section.) */
 static inline bool pt_pending_in(const struct pt *pt, uint64_t lo, uint64_t last)
