@@ -22,12 +22,17 @@ cross = $(SUB) B=build/aarch64 ARCH=aarch64 CC="$(CROSS_CC)" AR=aarch64-linux-gn
 all: config.mak
 	+@$(native) all
 
-config.mak:
-	@scripts/install-deps.sh
-	./configure
+# Building needs only a C compiler and the libatomic_ops headers; only the
+# check and run targets install the test tools (Debian, as root), then
+# configure again with the same arguments when it had missed some.
+NEEDS_DEPS := $(filter check run fuzz deps,$(MAKECMDGOALS))
+config.mak: configure
+	$(if $(NEEDS_DEPS),@scripts/install-deps.sh)
+	@if [ -x config.status ]; then ./config.status; else ./configure; fi
 
-deps:
+deps: config.mak
 	@scripts/install-deps.sh
+	@$(if $(MISSING_TOOLS),echo "configure again: it had not found$(MISSING_TOOLS)" && ./config.status,:)
 
 # The build pieces scripts/check.sh drives; each usable on its own.
 build-native: config.mak
@@ -46,30 +51,33 @@ FUZZ_SECONDS ?= 60
 fuzz = $(SUB) B=build/fuzz ARCH=$(ARCH) CC="$(CLANG)" FUZZ_ENGINE=libfuzzer \
        VFLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all" \
        FUZZ_LDFLAGS="-fsanitize=fuzzer"
-fuzz: deps config.mak
+fuzz: deps
+	+@$(MAKE) --no-print-directory fuzz-run
+fuzz-run:
 	+@$(fuzz) fuzz
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh run
 fuzz-merge:
 	@scripts/fuzz.sh merge
 
-check: deps config.mak
-	+@ARCH="$(ARCH)" CROSS_CC="$(CROSS_CC)" QEMU_AARCH64="$(QEMU_AARCH64)" scripts/check.sh
+# check and run read config.mak again (a sub-make) after deps may have
+# re-run configure.
+check: deps
+	+@$(MAKE) --no-print-directory check-run
+check-run:
+	+@ARCH="$(ARCH)" CROSS_CC="$(CROSS_CC)" QEMU_AARCH64="$(QEMU_AARCH64)" \
+	  MISSING_TOOLS="$(MISSING_TOOLS)" scripts/check.sh
 
-run: deps config.mak all
+run: deps
+	+@$(MAKE) --no-print-directory all
 	$(NATIVE_B)/mmport demo
 
-# mmport(3) is generated from the public headers' doc comments.
-build/man/mmport.3: $(wildcard include/mmport/*.h) scripts/gen-man3.sh
-	@mkdir -p $(@D)
-	scripts/gen-man3.sh $@ $(sort $(wildcard include/mmport/*.h))
-
-install: all build/man/mmport.3
-	@scripts/install.sh "$(DESTDIR)" "$(PREFIX)" "$(NATIVE_B)"
+include mk/install.mk
 
 clean:
 	rm -rf build
 
 distclean: clean
-	rm -f config.mak
+	rm -f config.mak config.status
 
-.PHONY: fuzz fuzz-merge all deps build-native build-asan build-tsan build-cross check run install clean distclean
+.PHONY: fuzz fuzz-run fuzz-merge all deps build-native build-asan build-tsan build-cross check check-run \
+        run clean distclean

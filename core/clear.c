@@ -191,15 +191,90 @@ struct round {
     char *base;
     size_t npages;
     unsigned n;
+    bool numa;
+    bool populate;        /* mmp_clear_populate(): fault each span in first */
+    volatile AO_t failed; /* a span could not be populated: the call fails */
 };
+
+/* Page-index cut i of n over npages pages at base, moved to the nearest multiple of align pages. */
+static size_t cut(uintptr_t base, size_t npages, unsigned n, unsigned i, size_t align)
+{
+    if (i == 0 || i >= n)
+        return i == 0 ? 0 : npages;
+    /* npages < 2^52 and n <= 256: the product cannot overflow. */
+    uintptr_t first = base / MMP_PAGE_SIZE, even = first + npages * i / n;
+    uintptr_t c = (even + align / 2) / align * align;
+    c = c < first ? first : c - first;
+    return c > npages ? npages : c;
+}
+
+/*
+ * Huge pages (2 MiB, 1 GiB) stay whole within one span: cuts move to the
+ * nearest boundary of the largest size of which each span holds at least
+ * 4, so the spans stay within 1/8 of even. Which size backs the range
+ * does not matter: on 4 KiB pages aligned cuts cost nothing.
+ */
+void mmp_core_clear_span(uintptr_t base, size_t npages, unsigned n, unsigned i, size_t *first,
+                         size_t *end)
+{
+    size_t share = npages / n;
+    size_t align = share >= 4 * (1ull << 18) ? (1u << 18) : share >= 4 * 512 ? 512 : 1;
+    *first = cut(base, npages, n, i, align);
+    *end = cut(base, npages, n, i + 1, align);
+}
 
 static void run_span(void *arg, unsigned i)
 {
-    const struct round *r = arg;
-    /* npages < 2^52 and n <= 256: the products cannot overflow. */
-    size_t a = r->npages * i / r->n, b = r->npages * (i + 1) / r->n;
-    if (b > a)
-        invoke(r->k, r->fn, r->base + a * MMP_PAGE_SIZE, (b - a) * MMP_PAGE_SIZE, false);
+    struct round *r = arg;
+    size_t a, b;
+    mmp_core_clear_span((uintptr_t)r->base, r->npages, r->n, i, &a, &b);
+    if (b <= a)
+        return;
+    char *p = r->base + a * MMP_PAGE_SIZE;
+    size_t len = (b - a) * MMP_PAGE_SIZE;
+    if (r->numa)
+        mmp_host_place_near(p);
+    /* -MMP_ENOSYS: no populate call here; the clearing stores fault pages in. */
+    int err = r->populate ? mmp_host_populate(p, len) : 0;
+    if (err && err != -MMP_ENOSYS)
+        AO_store(&r->failed, 1);
+    else
+        invoke(r->k, r->fn, p, len, false);
+    if (r->numa)
+        mmp_host_unplace();
+    /* Pool workers never exit: their counts reach the shared counters now. */
+    struct pending *own = own_block();
+    if (own)
+        flush(own);
+}
+
+/* ---- who runs the spans ---------------------------------------------------- */
+
+static mmp_clear_runner_fn runner;
+static void *runner_ctx;
+static unsigned runner_workers;
+
+void mmp_clear_set_runner(mmp_clear_runner_fn run, void *ctx, unsigned workers)
+{
+    runner_ctx = ctx;
+    runner_workers = workers ? workers : 1;
+    runner = run;
+}
+
+/* Threads one call may use: its request, capped at the CPUs (or the runner's workers). */
+static unsigned threads_for(unsigned want)
+{
+    unsigned cap = runner ? runner_workers : mmp_host_cpus();
+    want = want ? want : 1;
+    return want < cap ? want : cap;
+}
+
+static void run_round(struct round *r)
+{
+    if (runner)
+        runner(runner_ctx, r->n, run_span, r);
+    else
+        mmp_host_run_parallel(r->n, run_span, r);
 }
 
 /* Validates everything and picks the kernel; nothing is written on error. */
@@ -212,7 +287,7 @@ static int prepare(const struct clear_state *s, void *addr, size_t len,
     if (len > UINTPTR_MAX - a + 1 && len) /* the last byte is a + len - 1 */
         return -MMP_EOVERFLOW;
     if ((unsigned)o->hint > MMP_CLEAR_COLD || (o->chunk & (MMP_PAGE_SIZE - 1)) ||
-        o->threads > MMP_CLEAR_MAX_THREADS)
+        o->threads > MMP_CLEAR_MAX_THREADS || (o->flags & ~(unsigned)MMP_CLEAR_NUMA))
         return -MMP_EINVAL;
     if (o->kernel) {
         int id = mmp_core_clear_lookup(o->kernel);
@@ -237,7 +312,7 @@ static int prepare(const struct clear_state *s, void *addr, size_t len,
 }
 
 static __attribute__((noinline)) int clear_opts(void *addr, size_t len,
-                                                const struct mmp_clear_opts *opts);
+                                                const struct mmp_clear_opts *opts, bool populate);
 
 int mmp_clear(void *addr, size_t len, const struct mmp_clear_opts *opts)
 {
@@ -253,10 +328,15 @@ int mmp_clear(void *addr, size_t len, const struct mmp_clear_opts *opts)
         count(k, len, true);
         return s->fn[k](addr, len); /* 0; a tail call */
     }
-    return clear_opts(addr, len, opts);
+    return clear_opts(addr, len, opts, false);
 }
 
-static int clear_opts(void *addr, size_t len, const struct mmp_clear_opts *opts)
+int mmp_clear_populate(void *addr, size_t len, const struct mmp_clear_opts *opts)
+{
+    return clear_opts(addr, len, opts, true);
+}
+
+static int clear_opts(void *addr, size_t len, const struct mmp_clear_opts *opts, bool populate)
 {
     static const struct mmp_clear_opts defaults;
     const struct mmp_clear_opts *o = opts ? opts : &defaults;
@@ -270,8 +350,8 @@ static int clear_opts(void *addr, size_t len, const struct mmp_clear_opts *opts)
         return err;
     }
 
-    unsigned threads = o->threads ? o->threads : 1;
-    if (!o->yield && threads == 1) { /* the common case, kept short */
+    unsigned threads = o->threads > 1 ? threads_for(o->threads) : 1;
+    if (!o->yield && threads == 1 && !populate) { /* the common case, kept short */
         if (len)
             invoke(k, s->fn[k], addr, len, true);
         else
@@ -283,7 +363,7 @@ static int clear_opts(void *addr, size_t len, const struct mmp_clear_opts *opts)
     /* Without a callback there is nothing to bound: one round. */
     size_t per = o->yield ? (o->chunk ? o->chunk : MMP_CLEAR_DEFAULT_CHUNK) : len;
     size_t step = threads == 1 ? per : per > len / threads ? len : per * threads;
-    struct round r = {k, s->fn[k], addr, 0, 0};
+    struct round r = {k, s->fn[k], addr, 0, 0, (o->flags & MMP_CLEAR_NUMA) != 0, populate, 0};
     size_t done = 0;
     bool counted = false;
     while (done < len) {
@@ -291,11 +371,18 @@ static int clear_opts(void *addr, size_t len, const struct mmp_clear_opts *opts)
         r.base = (char *)addr + done;
         r.npages = n / MMP_PAGE_SIZE;
         r.n = r.npages < threads ? (unsigned)r.npages : threads;
-        if (r.n == 1) { /* the common case: no division, one count */
+        if (r.n == 1 && !populate) { /* the common case: no division, one count */
             counted = !o->yield && n == len;
             invoke(k, r.fn, r.base, n, counted);
+        } else if (r.n == 1) {
+            run_span(&r, 0);
         } else {
-            mmp_host_run_parallel(r.n, run_span, &r);
+            run_round(&r);
+        }
+        if (AO_load(&r.failed)) {
+            if (o->cleared)
+                *o->cleared = done; /* the rounds before this one are resident and zero */
+            return -MMP_ENOMEM;
         }
         done += n;
         if (o->yield && o->yield(o->yield_arg, done, len) && done < len) {

@@ -43,6 +43,9 @@ int mmp_clear_calibrate(void *buf, size_t len, struct mmp_clear_calibration *out
         if (want[i] < len)
             out->size[out->nsizes++] = want[i];
     out->size[out->nsizes++] = len & ~(size_t)(MMP_PAGE_SIZE - 1);
+    /* The kernels take whole pages: the tail past the last one by hand. */
+    for (size_t i = len & ~(size_t)(MMP_PAGE_SIZE - 1); i < len; i++)
+        ((volatile char *)buf)[i] = 0;
 
     struct mmp_clear_policy pol;
     mmp_clear_policy(&pol);
@@ -56,9 +59,15 @@ int mmp_clear_calibrate(void *buf, size_t len, struct mmp_clear_calibration *out
             continue;
         for (size_t s = 0; s < out->nsizes; s++)
             out->mbps[k][s] = measure(fn, evict, buf, out->size[s]);
-        /* hot: cache-resident sizes; cold: the largest, cold kernels first */
+        /*
+         * hot: the fastest cache-allocating kernel at the cache-resident
+         * sizes (an NT kernel can win there on evicted lines, but a hot clear
+         * is for memory used soon), this arch's own before the portable one;
+         * cold: the largest size, cold kernels first.
+         */
         uint64_t h = (uint64_t)out->mbps[k][0] + out->mbps[k][1];
-        if (h > hot_g)
+        if (!mmp_core_clear_kdesc[k].cold &&
+            (hot < 0 || (k != MMP_K_MEMSET && (hot == MMP_K_MEMSET || h > hot_g))))
             hot_g = h, hot = (int)k;
         bool is_cold = mmp_core_clear_kdesc[k].cold;
         bool cur_cold = cold >= 0 && mmp_core_clear_kdesc[cold].cold;
@@ -78,58 +87,35 @@ int mmp_clear_calibrate(void *buf, size_t len, struct mmp_clear_calibration *out
     return 0;
 }
 
-/* Appends text to a bounded buffer; *n counts what it would need. */
-struct sink {
-    char *p;
-    size_t cap, n;
-};
-
-static void put(struct sink *o, const char *s)
+int mmp_core_clear_tuning_format_for(const struct mmp_clear_calibration *cal,
+                                     const struct mmp_cpu_features *f, char *text, size_t cap)
 {
-    for (; *s; s++, o->n++)
-        if (o->n + 1 < o->cap)
-            o->p[o->n] = *s;
-}
-
-static void put_u64(struct sink *o, uint64_t v)
-{
-    char d[24];
-    int i = 23;
-    d[i] = '\0';
-    do
-        d[--i] = (char)('0' + v % 10);
-    while (v /= 10);
-    put(o, d + i);
+    if (!cal || !f || !text || !cap || !cal->hot || !cal->cold)
+        return -MMP_EINVAL;
+    struct mmp_core_sink o = {text, cap, 0};
+    mmp_core_put(&o, "# mmport clearing tuning, written by mmport tune; use: MMPORT_TUNING=<file>\n");
+    mmp_core_put(&o, "# measured MB/s (lines evicted first), per kernel at sizes:");
+    for (size_t s = 0; s < cal->nsizes; s++)
+        mmp_core_put(&o, " "), mmp_core_put_u64(&o, cal->size[s]);
+    mmp_core_put(&o, "\n");
+    for (unsigned k = 0; k < MMP_K_COUNT; k++) {
+        if (!cal->mbps[k][0])
+            continue;
+        mmp_core_put(&o, "#   "), mmp_core_put(&o, mmp_core_clear_kdesc[k].name);
+        for (size_t s = 0; s < cal->nsizes; s++)
+            mmp_core_put(&o, " "), mmp_core_put_u64(&o, cal->mbps[k][s]);
+        mmp_core_put(&o, "\n");
+    }
+    mmp_core_clear_put_cpu(&o, f);
+    mmp_core_put(&o, "hot "), mmp_core_put(&o, cal->hot), mmp_core_put(&o, "\n");
+    mmp_core_put(&o, "cold "), mmp_core_put(&o, cal->cold), mmp_core_put(&o, "\n");
+    mmp_core_put(&o, "cold_min "), mmp_core_put_u64(&o, cal->cold_min), mmp_core_put(&o, "\n");
+    if (o.n + 1 > cap || o.n > 0x7fffffff)
+        return -MMP_ERANGE;
+    return (int)o.n;
 }
 
 int mmp_clear_tuning_format(const struct mmp_clear_calibration *cal, char *text, size_t cap)
 {
-    if (!cal || !text || !cap || !cal->hot || !cal->cold)
-        return -MMP_EINVAL;
-    const struct mmp_cpu_features *f = mmp_cpu_features();
-    struct sink o = {text, cap, 0};
-    put(&o, "# mmport clearing tuning, written by mmport tune; use: MMPORT_TUNING=<file>\n");
-    put(&o, "# measured MB/s (lines evicted first), per kernel at sizes:");
-    for (size_t s = 0; s < cal->nsizes; s++)
-        put(&o, " "), put_u64(&o, cal->size[s]);
-    put(&o, "\n");
-    for (unsigned k = 0; k < MMP_K_COUNT; k++) {
-        if (!cal->mbps[k][0])
-            continue;
-        put(&o, "#   "), put(&o, mmp_core_clear_kdesc[k].name);
-        for (size_t s = 0; s < cal->nsizes; s++)
-            put(&o, " "), put_u64(&o, cal->mbps[k][s]);
-        put(&o, "\n");
-    }
-    put(&o, "cpu "), put(&o, mmp_arch_name(f->arch)), put(&o, " ");
-    put(&o, f->vendor[0] ? f->vendor : "-"), put(&o, " ");
-    put_u64(&o, f->family), put(&o, " "), put_u64(&o, f->model), put(&o, " ");
-    put_u64(&o, f->midr), put(&o, "\n");
-    put(&o, "hot "), put(&o, cal->hot), put(&o, "\n");
-    put(&o, "cold "), put(&o, cal->cold), put(&o, "\n");
-    put(&o, "cold_min "), put_u64(&o, cal->cold_min), put(&o, "\n");
-    if (o.n + 1 > cap || o.n > 0x7fffffff)
-        return -MMP_ERANGE;
-    text[o.n] = '\0';
-    return (int)o.n;
+    return mmp_core_clear_tuning_format_for(cal, mmp_cpu_features(), text, cap);
 }

@@ -41,6 +41,7 @@ struct mmp_core_clear_kdesc {
     enum mmp_arch arch; /* MMP_ARCH_GENERIC: runs everywhere */
     uint32_t needs;     /* enum mmp_cpu_flag bits the CPU must have */
     bool cold;
+    bool vector;           /* uses vector registers: left out of general-register builds */
     const char *needs_why; /* shown when a needed flag is missing */
     const char *ok_why;    /* shown when it is available */
 };
@@ -54,6 +55,12 @@ bool mmp_core_clear_supported(const struct mmp_cpu_features *f, unsigned k);
 
 /* Kernel id by name, or -1. */
 int mmp_core_clear_lookup(const char *name);
+
+/*
+ * True if kernel k is of this build's arch but not built into it (the
+ * vector kernels of a general-register build): the policy never picks it.
+ */
+bool mmp_core_clear_left_out(unsigned k);
 
 /* The function for kernel k in this build, NULL if not built or not usable here. */
 mmp_core_clear_fn mmp_core_clear_fn_of(unsigned k);
@@ -86,7 +93,65 @@ const struct mmp_core_clear_quirk *mmp_core_clear_quirk_for(const struct mmp_cpu
  */
 void mmp_core_clear_policy_in_force(struct mmp_clear_policy *pol, int *forced, int *forced_err);
 
+/*
+ * Span i of n of a threaded round over npages pages at base: pages
+ * [*first, *end), cut at huge-page boundaries where the spans are large.
+ */
+void mmp_core_clear_span(uintptr_t base, size_t npages, unsigned n, unsigned i, size_t *first,
+                         size_t *end);
+
+/* Largest tuning file accepted (bytes); a longer one is refused whole. */
+#define MMP_CORE_TUNING_MAX (16u << 10)
+
+/*
+ * Applies the tuning file text[0, len) (modified in place; text[len] must
+ * be writable) for CPU f onto *pol, whole or not at all: kernels must be in
+ * the `usable` set (MMP_KBIT bits). Returns NULL when applied, else the
+ * reason it was refused (valid until the next call).
+ */
+const char *mmp_core_clear_tuning_apply(char *text, size_t len, const struct mmp_cpu_features *f,
+                                        uint32_t usable, struct mmp_clear_policy *pol);
+
+/* mmp_clear_tuning_format() for CPU f. */
+int mmp_core_clear_tuning_format_for(const struct mmp_clear_calibration *cal,
+                                     const struct mmp_cpu_features *f, char *text, size_t cap);
+
+/*
+ * Parses a size: decimal digits with an optional K/M/G suffix (either case;
+ * binary units), the whole string, no overflow. False on anything else.
+ */
+bool mmp_core_parse_size(const char *s, uint64_t *v);
+
 /* Small freestanding string helpers. */
 bool mmp_core_streq(const char *a, const char *b);
+
+/* Appends text to a bounded buffer, always NUL-terminated; n counts what it would need. */
+struct mmp_core_sink {
+    char *p;
+    size_t cap, n;
+};
+void mmp_core_put(struct mmp_core_sink *o, const char *s);
+void mmp_core_put_u64(struct mmp_core_sink *o, uint64_t v);
+
+/* Appends the "cpu <arch> <vendor> <family> <model> <midr>" line of a tuning file for f. */
+void mmp_core_clear_put_cpu(struct mmp_core_sink *o, const struct mmp_cpu_features *f);
+
+/* The five words of that line (the vendor as one word), separated by sep. */
+void mmp_core_clear_put_cpu_id(struct mmp_core_sink *o, const struct mmp_cpu_features *f,
+                               char sep);
+
+/*
+ * The per-CPU-model file in the user's cache directory that the policy
+ * loads by default (core/clear_verify.c), into path. Returns its length, or
+ * -MMP_ENOSYS without a host, -MMP_ERANGE if cap is too small.
+ */
+int mmp_core_clear_cache_path(const struct mmp_cpu_features *f, char *path, size_t cap);
+
+/*
+ * Without MMPORT_TUNING: applies that file if it is there; else, on a CPU
+ * without a quirk row, measures briefly, writes it and applies it.
+ */
+void mmp_core_clear_verify(const struct mmp_cpu_features *f, uint32_t usable,
+                           struct mmp_clear_policy *pol);
 
 #endif

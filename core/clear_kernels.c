@@ -12,28 +12,28 @@
 #define ARM MMP_ARCH_ARM64
 
 const struct mmp_core_clear_kdesc mmp_core_clear_kdesc[MMP_K_COUNT] = {
-    [MMP_K_MEMSET] = {"memset", MMP_ARCH_GENERIC, 0, false, NULL,
+    [MMP_K_MEMSET] = {"memset", MMP_ARCH_GENERIC, 0, false, false, NULL,
                       "portable C store loop (a memset call where the compiler makes one)"},
-    [MMP_K_REP_STOSB] = {"rep_stosb", X86, 0, false, NULL,
+    [MMP_K_REP_STOSB] = {"rep_stosb", X86, 0, false, false, NULL,
                          "every x86-64 runs it; fast with ERMS"},
-    [MMP_K_REP_STOSQ] = {"rep_stosq", X86, 0, false, NULL,
+    [MMP_K_REP_STOSQ] = {"rep_stosq", X86, 0, false, false, NULL,
                          "every x86-64 runs it; fast with REP_GOOD"},
-    [MMP_K_UNROLLED] = {"unrolled", X86, 0, false, NULL, "plain 64-bit stores, any x86-64"},
-    [MMP_K_MOVNTI] = {"movnti", X86, MMP_CPU_SSE2, true, "CPU lacks SSE2", "CPU has SSE2"},
-    [MMP_K_AVX2_NT] = {"avx2_nt", X86, MMP_CPU_AVX2, true,
+    [MMP_K_UNROLLED] = {"unrolled", X86, 0, false, false, NULL, "plain 64-bit stores, any x86-64"},
+    [MMP_K_MOVNTI] = {"movnti", X86, MMP_CPU_SSE2, true, false, "CPU lacks SSE2", "CPU has SSE2"},
+    [MMP_K_AVX2_NT] = {"avx2_nt", X86, MMP_CPU_AVX2, true, true,
                        "CPU lacks AVX2 (or the OS does not save YMM state)",
                        "CPU has AVX2 and the OS saves YMM state"},
-    [MMP_K_AVX512_NT] = {"avx512_nt", X86, MMP_CPU_AVX512F, true,
+    [MMP_K_AVX512_NT] = {"avx512_nt", X86, MMP_CPU_AVX512F, true, true,
                          "CPU lacks AVX-512F (or the OS does not save ZMM state)",
                          "CPU has AVX-512F and the OS saves ZMM state"},
-    [MMP_K_CLZERO] = {"clzero", X86, MMP_CPU_CLZERO, true, "CPU lacks CLZERO (AMD only)",
+    [MMP_K_CLZERO] = {"clzero", X86, MMP_CPU_CLZERO, true, false, "CPU lacks CLZERO (AMD only)",
                       "CPU has CLZERO"},
-    [MMP_K_DC_ZVA] = {"dc_zva", ARM, MMP_CPU_DC_ZVA, true,
+    [MMP_K_DC_ZVA] = {"dc_zva", ARM, MMP_CPU_DC_ZVA, true, false,
                       "DC ZVA prohibited (DCZID_EL0.DZP) or not reported",
                       "DCZID_EL0 allows DC ZVA"},
-    [MMP_K_STNP] = {"stnp", ARM, 0, true, NULL, "every arm64 runs it"},
-    [MMP_K_STP] = {"stp", ARM, 0, false, NULL, "every arm64 runs it"},
-    [MMP_K_MOPS] = {"mops", ARM, MMP_CPU_MOPS, false, "CPU lacks FEAT_MOPS (HWCAP2_MOPS)",
+    [MMP_K_STNP] = {"stnp", ARM, 0, true, false, NULL, "every arm64 runs it"},
+    [MMP_K_STP] = {"stp", ARM, 0, false, false, NULL, "every arm64 runs it"},
+    [MMP_K_MOPS] = {"mops", ARM, MMP_CPU_MOPS, false, false, "CPU lacks FEAT_MOPS (HWCAP2_MOPS)",
                     "CPU has FEAT_MOPS"},
 };
 
@@ -77,17 +77,24 @@ int mmp_core_clear_lookup(const char *name)
     return -1;
 }
 
-mmp_core_clear_fn mmp_core_clear_fn_of(unsigned k)
+static mmp_core_clear_fn built_fn(unsigned k)
 {
-    const struct mmp_cpu_features *f = mmp_cpu_features();
-    if (!mmp_core_clear_supported(f, k))
-        return NULL;
     if (k == MMP_K_MEMSET)
         return mmp_core_clear_memset;
     /* Kernels of another arch are never asked of this arch's hook. */
-    if (mmp_core_clear_kdesc[k].arch != MMP_ARCH_THIS)
+    if (k >= MMP_K_COUNT || mmp_core_clear_kdesc[k].arch != MMP_ARCH_THIS)
         return NULL;
     return mmp_arch_clear_fn(k);
+}
+
+bool mmp_core_clear_left_out(unsigned k)
+{
+    return k < MMP_K_COUNT && mmp_core_clear_kdesc[k].arch == MMP_ARCH_THIS && !built_fn(k);
+}
+
+mmp_core_clear_fn mmp_core_clear_fn_of(unsigned k)
+{
+    return mmp_core_clear_supported(mmp_cpu_features(), k) ? built_fn(k) : NULL;
 }
 
 static const char *why(const struct mmp_cpu_features *f, unsigned k, bool built)
@@ -99,7 +106,8 @@ static const char *why(const struct mmp_cpu_features *f, unsigned k, bool built)
     if ((f->flags & d->needs) != d->needs)
         return d->needs_why;
     if (!built)
-        return "not built into this library";
+        return d->vector ? "left out: general-register build (-mgeneral-regs-only)"
+                         : "not built into this library";
     return d->ok_why;
 }
 
@@ -114,4 +122,24 @@ void mmp_core_clear_describe(struct mmp_clear_kernel *list)
         list[k].cold = mmp_core_clear_kdesc[k].cold;
         list[k].why = why(f, k, built);
     }
+}
+
+void mmp_core_put(struct mmp_core_sink *o, const char *s)
+{
+    for (; *s; s++, o->n++)
+        if (o->n + 1 < o->cap)
+            o->p[o->n] = *s;
+    if (o->cap)
+        o->p[o->n + 1 < o->cap ? o->n : o->cap - 1] = '\0';
+}
+
+void mmp_core_put_u64(struct mmp_core_sink *o, uint64_t v)
+{
+    char d[24];
+    int i = 23;
+    d[i] = '\0';
+    do
+        d[--i] = (char)('0' + v % 10);
+    while (v /= 10);
+    mmp_core_put(o, d + i);
 }

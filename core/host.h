@@ -27,25 +27,66 @@ void mmp_host_cpu_refine(struct mmp_cpu_features *f);
 const char *mmp_host_getenv(const char *name);
 
 /**
- * Read up to cap - 1 bytes of the file at path into buf, NUL-terminated.
- * Returns the bytes read, or a negative MMP_E* value (-MMP_ENOSYS without
- * an OS, -MMP_ENOENT if it cannot be opened).
+ * Read the whole file at path into buf, NUL-terminated after the bytes
+ * read (which may include NUL bytes). Returns the bytes read, or a
+ * negative MMP_E* value: -MMP_ERANGE if the file holds more than cap - 1
+ * bytes, -MMP_ENOENT if it cannot be opened or read, -MMP_ENOSYS without
+ * an OS.
  */
 long mmp_host_read_file(const char *path, char *buf, size_t cap);
+
+/**
+ * Write len bytes of text to the file at path, whole or not at all
+ * (temporary file, then rename), creating its directories if needed. 0, or -MMP_ENOENT if it cannot, -MMP_ENOSYS without an OS.
+ */
+int mmp_host_write_file(const char *path, const char *text, size_t len);
+
+/**
+ * "<cache dir>/name" into path: $MMPORT_CACHE_DIR, else
+ * $XDG_CACHE_HOME/mmport, else $HOME/.cache/mmport. Returns the length,
+ * -MMP_ERANGE if cap is too small, -MMP_ENOSYS where there is none.
+ */
+int mmp_host_cache_path(const char *name, char *path, size_t cap);
+
+/**
+ * len bytes of writable scratch memory, resident (faulted in), for a
+ * measurement; NULL where there is none. Freed with mmp_host_scratch_free().
+ */
+void *mmp_host_scratch(size_t len);
+void mmp_host_scratch_free(void *p, size_t len);
 
 /** Monotonic time in nanoseconds; 0 when the host has no clock. */
 uint64_t mmp_host_now_ns(void);
 
-/** Online CPUs (at least 1). */
+/** CPUs the calling thread may run on (its affinity mask; at least 1). */
 unsigned mmp_host_cpus(void);
 
 /**
  * Run fn(arg, i) for every i in [0, n), concurrently where the host has
- * threads (i = 0 on the calling thread), and return when all are done;
- * their stores are then visible to the caller. Without threads (or if a
- * thread cannot be started) the caller runs the remaining ones itself.
+ * threads (a persistent pool plus the calling thread, each taking the next
+ * index), and return when all are done; their stores are then visible to
+ * the caller. Without threads (or when the pool is busy with another call,
+ * or a thread cannot be started) the caller runs the rest itself.
  */
 void mmp_host_run_parallel(unsigned n, void (*fn)(void *arg, unsigned i), void *arg);
+
+/**
+ * Move the calling thread onto the CPUs of the NUMA node holding the page
+ * at addr, until mmp_host_unplace(). Does nothing where the node is unknown
+ * (page not faulted in, one node, no OS).
+ */
+void mmp_host_place_near(const void *addr);
+
+/**
+ * Fault [addr, addr + len) in writable (Linux: MADV_POPULATE_WRITE) so the
+ * clearing stores take no page faults. 0 when done; -MMP_ENOSYS where the
+ * host cannot (then the stores fault the pages in); -MMP_ENOMEM if the
+ * range cannot be backed (not mapped, not writable, out of memory).
+ */
+int mmp_host_populate(void *addr, size_t len);
+
+/** Undo mmp_host_place_near() on the calling thread (nothing if it did nothing). */
+void mmp_host_unplace(void);
 
 /**
  * A zeroed block of `size` bytes private to the calling thread, for

@@ -17,12 +17,26 @@ int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
     __builtin_memset(g, 0, sizeof *g);
     int rc = f->setup(g, cfg);
     g->fmt = f;
-    return rc;
+    if (rc || !cfg->max_leaf)
+        return rc;
+    /* The leaf-size limit, for every format: no block, and no contiguous
+     * run, whose size exceeds it (a run is one TLB entry of its total size). */
+    uint64_t m = cfg->max_leaf;
+    if ((m & (m - 1)) || m < ((uint64_t)1 << g->granule_shift))
+        return -MMP_EINVAL;
+    for (unsigned d = 0; d < g->nlev; d++) {
+        if (((uint64_t)1 << g->shift[d]) > m)
+            g->leaf_ok[d] = 0;
+        if (g->cont[d] && ((uint64_t)1 << (g->shift[d] + g->cont[d])) > m)
+            g->cont[d] = 0;
+    }
+    g->max_leaf = m;
+    return 0;
 }
 
 #define CFG_FLAGS                                                                  \
     (MMP_PT_NO_BLOCKS | MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER |      \
-     MMP_PT_KEEP_TABLES | MMP_PT_EL2 | CFG_EPT_FLAGS)
+     MMP_PT_KEEP_TABLES | MMP_PT_EL2 | MMP_PT_S2FWB | CFG_EPT_FLAGS)
 #define CFG_EPT_FLAGS (MMP_PT_EPT_XO | MMP_PT_EPT_AD | MMP_PT_EPT_MBEC)
 
 int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct mmp_pt_ops *ops)
@@ -111,8 +125,11 @@ static int read_span(void *ctx, struct pt_slot *s)
     struct walk_ctx *w = (struct walk_ctx *)ctx;
     const struct mmp_pt_geom *g = &w->pt->g;
     uint64_t sz = (uint64_t)1 << g->shift[s->d];
+    bool last = s->d + 1 == g->nlev;
     for (uint64_t va = s->va;; va = (va | (sz - 1)) + 1) {
-        uint64_t e = pt_ld_acquire(&s->t[pt_idx(g, s->d, va)]);
+        /* Above the last level the span is the one slot the walker loaded:
+         * use that value (loading again could meet a table linked since). */
+        uint64_t e = last ? pt_ld_acquire(&s->t[pt_idx(g, s->d, va)]) : s->e;
         if (pt_kind(g, s->d, e) == PT_LEAF) {
             struct mmp_pt_leaf l;
             pt_leaf_of(w->pt, s->d, e, va, &l);
@@ -201,6 +218,10 @@ int mmp_pt_info(const struct mmp_pt *p, struct mmp_pt_info *out)
         if (g->cont[d])
             out->cont_sizes |= 1ull << (g->shift[d] + g->cont[d]);
     }
+    out->maint = g->maint;
+    out->features = g->features;
+    out->hcr_set = g->hcr_set;
+    out->max_leaf = g->max_leaf;
     return 0;
 }
 
@@ -209,15 +230,9 @@ int mmp_pt_regs(const struct mmp_pt *p, uint16_t id, struct mmp_pt_regs *out)
     if (!p || !out || !cpt_of(p)->root)
         return -MMP_EINVAL;
     const struct pt *pt = cpt_of(p);
-    const struct mmp_pt_fmt *f = pt->g.fmt;
-    /* Widest id: PCID 12 bits (SDM 3A 4.10.1); none for EPT / NPT (VPID
-     * and ASID live in the VMCS / VMCB); ASID / VMID 16 bits on arm64. */
-    uint16_t id_max = f->format == MMP_PT_X86_64                                ? 0xfff
-                      : f->format == MMP_PT_X86_EPT || f->format == MMP_PT_X86_NPT ? 0
-                                                                                  : 0xffff;
-    if (id > id_max || !f->regs)
+    if (id > pt->g.id_max || !pt->g.fmt->regs)
         return -MMP_EINVAL;
     __builtin_memset(out, 0, sizeof *out);
-    f->regs(&pt->g, pt->root_pa, id, out);
+    pt->g.fmt->regs(&pt->g, pt->root_pa, id, out);
     return 0;
 }

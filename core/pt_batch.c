@@ -94,14 +94,19 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
     pt->nranges = (uint8_t)(i + 1);
 }
 
+void mmp_core_pt_flush_now(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
+{
+    emit_barrier(pt);
+    call_flush(pt, lo, last, flags);
+}
+
 void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
 {
     /* The invalid entries must be visible before the TLB invalidation,
      * and the invalidation complete before the new entries are written
      * (Arm ARM D8.16.1): never deferred, lazy mode or not. */
-    emit_barrier(pt);
     pt->st.bbm++;
-    call_flush(pt, lo, last, flags);
+    mmp_core_pt_flush_now(pt, lo, last, flags);
 }
 
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)

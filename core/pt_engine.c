@@ -163,7 +163,7 @@ static bool pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsi
         pt_st(&t[k], 0);
         n++;
         if (pt_kind(g, d, e) == PT_TABLE)
-            defer_tree(o, d + 1, pt_child(o->pt, e), e & g->tbl_oa_mask);
+            defer_tree(o, d + 1, pt_child(o->pt, e), pt_tbl_oa(g, e));
     }
     wrote(o, n, priv);
     mmp_core_pt_bbm(o->pt, va_lo, va_hi, fflags);
@@ -180,10 +180,10 @@ static inline bool pt_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_
 static void link_table(struct pt_op *o, uint64_t *t, unsigned i, uint64_t pa, bool priv)
 {
     if (priv) {
-        pt_st(&t[i], o->g->tbl_tmpl | pa);
+        pt_st(&t[i], o->g->tbl_tmpl | pt_oa_enc(o->g, pa));
     } else {
         mmp_arch_pt_publish();
-        pt_st_release(&t[i], o->g->tbl_tmpl | pa);
+        pt_st_release(&t[i], o->g->tbl_tmpl | pt_oa_enc(o->g, pa));
     }
     wrote(o, 1, priv);
 }
@@ -203,12 +203,13 @@ static void unfold_run(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uin
     uint64_t sz = slot_size(g, d), va_lo = va_i - (uint64_t)(i - lo) * sz;
     uint64_t e = pt_ld(&t[i]);
     uint64_t tm = e & ~g->oa_mask[d] & ~g->cont_bit;
-    uint64_t pa_lo = (e & g->oa_mask[d]) - (uint64_t)(i - lo) * sz;
+    uint64_t pa_lo = pt_oa(g, d, e) - (uint64_t)(i - lo) * sz;
+    uint64_t v = tm | pt_oa_enc(g, pa_lo); /* a run never crosses pt_oa_wrap */
     pt_break(o, d, t, lo, lo + R - 1, va_lo,
              pt_needs_bbm(g, d, e, tm | (e & g->oa_mask[d]), PT_CHG_CONT), priv, MMP_FLUSH_LEAF);
     for (unsigned k = lo; k < lo + R; k++)
         if (k != i || !skip_i)
-            pt_st(&t[k], tm | (pa_lo + (uint64_t)(k - lo) * sz));
+            pt_st(&t[k], v + (uint64_t)(k - lo) * sz);
     wrote(o, R - (skip_i ? 1 : 0), priv);
 }
 
@@ -252,13 +253,31 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
     unsigned d = s->d;
     uint64_t csz = slot_size(g, d + 1), cpa;
     uint64_t *c = take(o, &cpa);
-    uint64_t ctm = g->fmt->child(g, d, s->e), pa0 = s->e & g->oa_mask[d];
+    uint64_t ctm = g->fmt->child(g, d, s->e), pa0 = pt_oa(g, d, s->e);
     if (g->cont[d + 1] && !(o->pt->cfg_flags & MMP_PT_NO_CONT))
         ctm |= g->cont_bit; /* a block is aligned to every run below it */
     size_t n = pt_nent(g, d + 1);
+    uint64_t v = ctm | pt_oa_enc(g, pa0); /* a block never crosses pt_oa_wrap */
     for (size_t k = 0; k < n; k++)
-        c[k] = ctm | (pa0 + k * csz);
+        c[k] = v + k * csz;
     o->pt->st.entries_written += n;
+    uint64_t sz = slot_size(g, d), base = s->va & ~(sz - 1);
+    if (!s->priv && o->kind != OP_UNMAP && !(s->e & g->cont_bit) &&
+        !pt_needs_bbm(g, d, s->e, 0, PT_CHG_SIZE)) {
+        /*
+         * Split first, then change: where the format lets a size-only
+         * change go in with one store (x86, Intel SDM vol. 3A 4.10.2.3;
+         * arm64 with FEAT_BBM level 2), the table of the block's own
+         * translations is linked at once and its flush issued now, so no
+         * TLB still holds the block when entries inside change; every
+         * address outside the changed range stays mapped throughout. The
+         * operation then runs in the live table.
+         */
+        link_table(o, s->t, s->i, cpa, false);
+        mmp_core_pt_flush_now(o->pt, base, base + sz - 1, MMP_FLUSH_LEAF);
+        s->tag = T_NONE;
+        return pt_descend(s, c, PT_TABLE, false);
+    }
     s->tag = T_SPLIT;
     s->aux = cpa;
     s->aux2 = o->pt->st.entries_written;
@@ -295,7 +314,7 @@ static bool run_matches(const struct pt_op *o, unsigned d, const uint64_t *t, un
     for (unsigned k = k0; k <= k1; k++, pa0 += sz) {
         uint64_t e = pt_ld(&t[k]);
         if (pt_kind(g, d, e) != PT_LEAF || (e & g->cont_bit) ||
-            (e & g->oa_mask[d]) != pa0 || (e & m) != (tm & m))
+            pt_oa(g, d, e) != pa0 || (e & m) != (tm & m))
             return false;
     }
     return true;
@@ -369,19 +388,25 @@ static void map_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
                      MMP_FLUSH_LEAF);
     }
     uint64_t pa = pa_a - (uint64_t)(a - lo) * sz, cont = g->cont_bit;
+    /* v: the descriptor for pa. It steps by sz like pa, except where pa
+     * crosses into a moved OA field (pt_oa_wrap): then it is re-encoded. */
+    uint64_t wrap = pt_oa_wrap(g), v = tm | pt_oa_enc(g, pa);
     unsigned k = lo;
     while (k <= hi) {
         if (R > 1 && !(k & (R - 1)) && k + R - 1 <= hi) {
-            uint64_t v = tm | cont | pa;
+            /* A run is aligned to its size: it never crosses such a point. */
             for (unsigned m = 0; m < R; m++, v += sz)
-                pt_st(&t[k + m], v);
+                pt_st(&t[k + m], v | cont);
             pa += (uint64_t)R * sz;
             k += R;
         } else {
-            pt_st(&t[k], tm | pa);
+            pt_st(&t[k], v);
             pa += sz;
+            v += sz;
             k++;
         }
+        if (!(pa & wrap))
+            v = tm | pt_oa_enc(g, pa);
     }
     wrote(o, hi - lo + 1, priv);
 }
@@ -403,15 +428,15 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
     uint64_t pa = base + o->delta, csz = slot_size(g, d + 1);
     uint64_t m = ~g->oa_mask[d + 1] & ~g->cont_bit & ~g->ign_mask;
     uint64_t tm = o->tmpl[d + 1] & m, lst = pt_ld(&c[n - 1]);
-    if (pt_kind(g, d + 1, lst) != PT_LEAF || (lst & g->oa_mask[d + 1]) != pa + (n - 1) * csz)
+    if (pt_kind(g, d + 1, lst) != PT_LEAF || pt_oa(g, d + 1, lst) != pa + (n - 1) * csz)
         return; /* the common case: not complete */
     for (unsigned k = 0; k < n; k++) {
         uint64_t x = pt_ld(&c[k]);
-        if (pt_kind(g, d + 1, x) != PT_LEAF || (x & g->oa_mask[d + 1]) != pa + k * csz ||
+        if (pt_kind(g, d + 1, x) != PT_LEAF || pt_oa(g, d + 1, x) != pa + k * csz ||
             (x & m) != tm)
             return;
     }
-    uint64_t blk = o->tmpl[d] | pa;
+    uint64_t blk = o->tmpl[d] | pt_oa_enc(g, pa);
     /* Without a break (x86: same translation, and Intel allows a
      * size-only change as one store), a stale walk cache may still walk c
      * until the flush and must find its valid entries: keep c untouched. */
@@ -420,7 +445,7 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
     pt_st(&t[i], blk);
     wrote(o, 1, priv);
     if (!broken) /* (a break sent c to the deferred-free list itself) */
-        mmp_core_pt_defer_keep(o->pt, c, s->e & g->tbl_oa_mask);
+        mmp_core_pt_defer_keep(o->pt, c, pt_tbl_oa(g, s->e));
     /* The new block may complete a contiguous run of blocks. */
     unsigned R = run_len(o, d);
     if (R > 1) {
@@ -431,7 +456,8 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
                      pt_needs_bbm(g, d, blk, blk | g->cont_bit, PT_CHG_CONT), priv,
                      MMP_FLUSH_LEAF);
             for (unsigned k = ra; k < ra + R; k++)
-                pt_st(&t[k], o->tmpl[d] | g->cont_bit | (va_ra + o->delta + (k - ra) * sz));
+                pt_st(&t[k], o->tmpl[d] | g->cont_bit |
+                                 pt_oa_enc(g, va_ra + o->delta + (k - ra) * sz));
             wrote(o, R, priv);
         }
     }
@@ -673,7 +699,7 @@ static void drop_table(struct pt_op *o, struct pt_slot *s)
     uint64_t sz = slot_size(g, s->d), base = s->va & ~(sz - 1);
     pt_st(&s->t[s->i], 0);
     wrote(o, 1, s->priv);
-    defer_tree(o, s->d + 1, pt_child(o->pt, s->e), s->e & g->tbl_oa_mask);
+    defer_tree(o, s->d + 1, pt_child(o->pt, s->e), pt_tbl_oa(g, s->e));
     mmp_core_pt_flush_add(o->pt, base, base + sz - 1, 0);
 }
 

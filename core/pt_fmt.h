@@ -47,6 +47,20 @@ struct mmp_pt_geom {
     uint64_t cont_bit;              /* the contiguous bit, 0 if the format has none */
     uint64_t ign_mask;              /* bits hardware may change (x86 A/D): ignored */
     uint32_t fmt_flags;             /* create-time capabilities the format keeps (EPT) */
+    /*
+     * Output-address bits not stored in place (Arm ARM D8.3.1: FEAT_LPA2
+     * keeps OA[51:50] in descriptor bits 9:8, FEAT_LPA with 64K OA[51:48]
+     * in bits 15:12): oa_field are the descriptor bits holding them (also
+     * in oa_mask / tbl_oa_mask), oa_field << oa_shift the address bits.
+     * Both 0 where every bit is in place.
+     */
+    uint64_t oa_field;
+    uint8_t oa_shift;
+    uint8_t maint;                  /* enum mmp_pt_maint */
+    uint16_t id_max;                /* largest ASID / VMID / PCID mmp_pt_regs takes */
+    uint32_t features;              /* enum mmp_pt_feature */
+    uint64_t hcr_set;               /* arm64 stage 2: HCR_EL2 bits the encoding needs */
+    uint64_t max_leaf;              /* create-time leaf-size limit, 0 = none */
 };
 
 /* What a change of a live entry does (mmp_pt_fmt::needs_bbm). */
@@ -77,8 +91,8 @@ struct mmp_pt_fmt {
      */
     bool (*needs_bbm)(const struct mmp_pt_geom *g, unsigned d, uint64_t old, uint64_t nw,
                       unsigned chg);
-    /* Control-register values for a table rooted at root_pa (mmp_pt_regs;
-     * id already range-checked). */
+    /* Control-register values for a table rooted at root_pa; id was
+     * checked against g->id_max. */
     void (*regs)(const struct mmp_pt_geom *g, uint64_t root_pa, uint16_t id,
                  struct mmp_pt_regs *out);
 };
@@ -96,6 +110,18 @@ int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg);
 static inline uint64_t mmp_core_pt_bits(unsigned hi, unsigned lo)
 {
     return ((~0ull) >> (63 - hi)) & ~((1ull << lo) - 1);
+}
+
+/* Descriptor bits of output address pa (a leaf's or a table's). */
+static inline uint64_t mmp_core_pt_oa_enc(const struct mmp_pt_geom *g, uint64_t pa)
+{
+    return (pa & ~(g->oa_field << g->oa_shift)) | ((pa >> g->oa_shift) & g->oa_field);
+}
+
+/* Output address held in descriptor e, whose address bits are mask. */
+static inline uint64_t mmp_core_pt_oa_dec(const struct mmp_pt_geom *g, uint64_t e, uint64_t mask)
+{
+    return (e & mask & ~g->oa_field) | ((e & g->oa_field) << g->oa_shift);
 }
 
 #endif

@@ -105,9 +105,30 @@ static inline int pt_kind(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
     return (e & g->tbl_mask[d]) == g->tbl_val[d] ? PT_TABLE : PT_LEAF;
 }
 
+/* Output addresses in and out of descriptors (most formats: a mask). */
+static inline uint64_t pt_oa(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+{
+    return mmp_core_pt_oa_dec(g, e, g->oa_mask[d]);
+}
+static inline uint64_t pt_tbl_oa(const struct mmp_pt_geom *g, uint64_t e)
+{
+    return mmp_core_pt_oa_dec(g, e, g->tbl_oa_mask);
+}
+static inline uint64_t pt_oa_enc(const struct mmp_pt_geom *g, uint64_t pa)
+{
+    return mmp_core_pt_oa_enc(g, pa);
+}
+/* pa & wrap == 0 where adding to an encoded address stops being adding to
+ * pa (the lowest moved OA bit; ~0 for formats without a moved field). */
+static inline uint64_t pt_oa_wrap(const struct mmp_pt_geom *g)
+{
+    uint64_t m = g->oa_field << g->oa_shift;
+    return (m & (0 - m)) - 1;
+}
+
 static inline uint64_t *pt_child(const struct pt *pt, uint64_t e)
 {
-    return (uint64_t *)pt_p2v(pt, e & pt->g.tbl_oa_mask);
+    return (uint64_t *)pt_p2v(pt, pt_tbl_oa(&pt->g, e));
 }
 
 static inline unsigned pt_idx(const struct mmp_pt_geom *g, unsigned d, uint64_t va)
@@ -134,6 +155,9 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
 /* Break-before-make: the entries for [lo, last] were made invalid; emit the
  * barrier and the flush now, whatever the batching mode. */
 void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags);
+/* The barrier and the flush of [lo, last] now, whatever the batching mode
+ * (a split that must be complete before entries inside it change). */
+void mmp_core_pt_flush_now(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags);
 /* Does a deferred flush overlap [lo, last]? (At most PT_MAX_RANGES
  * compares; nothing is pending outside a lazy section.) */
 static inline bool pt_pending_in(const struct pt *pt, uint64_t lo, uint64_t last)

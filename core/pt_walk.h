@@ -166,7 +166,7 @@ static inline void pt_leaf_of(const struct pt *pt, unsigned d, uint64_t e, uint6
     const struct mmp_pt_geom *g = &pt->g;
     uint64_t sz = (uint64_t)1 << g->shift[d];
     l->va = va & ~(sz - 1);
-    l->pa = e & g->oa_mask[d];
+    l->pa = pt_oa(g, d, e);
     l->size = sz;
     l->attrs = g->fmt->attrs(g, d, e);
     l->level = (uint8_t)(g->first_level + g->level_step * (int)d);
@@ -200,7 +200,7 @@ static inline int pt_tables_span(void *ctx, struct pt_slot *s)
 static inline int pt_tables_post(void *ctx, struct pt_slot *s)
 {
     struct pt_tables *w = (struct pt_tables *)ctx;
-    w->fn(w->arg, pt_slot_child(s), s->e & w->pt->g.tbl_oa_mask);
+    w->fn(w->arg, pt_slot_child(s), pt_tbl_oa(&w->pt->g, s->e));
     return 0;
 }
 

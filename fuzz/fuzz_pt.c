@@ -140,7 +140,8 @@ struct env {
     int in_fini;
     /* geometry, as the control registers describe it (mmp_pt_info) */
     enum mmp_pt_format fmt;
-    int el2, x86, sign, ept, npt, xo; /* x86: the x86 geometry (EPT, NPT too) */
+    int el2, x86, sign, ept, npt, xo, fwb; /* x86: the x86 geometry (EPT, NPT too) */
+    uint64_t max_leaf;
     unsigned gs, bpl, nlev, start, pa_bits, va_bits;
     uint64_t mair;
     struct tpage *root;
@@ -155,7 +156,7 @@ struct env {
 
 /* What the inputs replayed so far exercised (printed by the replay). */
 static struct {
-    uint32_t layouts, cfl, ranges, pab, mflags, wins, lazy, kinds;
+    uint32_t layouts, cfl, ranges, pab, mflags, wins, lazy, kinds, maxleaf;
     unsigned p2v_offset, fill_set;
     unsigned long changes, flushes, unlinked, freed_checked, ops;
 } cov;
@@ -356,6 +357,21 @@ static uint32_t s2_mem(unsigned m, uint64_t va)
     return 0;
 }
 
+/* arm64 stage 2 with HCR_EL2.FWB = 1 (FEAT_S2FWB, D8.6.6): MemAttr[2] set
+ * is Normal with [1:0] 0b10 write-back (forced), 0b01 non-cacheable; clear
+ * is Device with [1:0] the Device type (0b01 nGnRE). */
+static uint32_t s2_fwb_mem(unsigned m, uint64_t va)
+{
+    if (m == 0x6)
+        return MMP_MEM_NORMAL_WB;
+    if (m == 0x5)
+        return MMP_MEM_NORMAL_NC;
+    if (m == 0x1)
+        return MMP_MEM_DEVICE;
+    FAILF("decode", "va %#llx: FWB stage-2 MemAttr %#x is no type mmport uses", (ull)va, m);
+    return 0;
+}
+
 static void bad(uint64_t va, unsigned level, uint64_t desc, const char *why)
 {
     FAILF("decode", "va %#llx level %u desc %#llx: %s", (ull)va, level, (ull)desc, why);
@@ -456,7 +472,7 @@ static void arm_leaf(const struct env *e, uint64_t d, unsigned level, uint64_t v
         unsigned xn = (d >> 53) & 3;
         if (xn == 1 || xn == 3)
             bad(va, level, d, "FEAT_XNX execute-never variant, never written");
-        r->attrs = s2_mem((d >> 2) & 0xf, va);
+        r->attrs = e->fwb ? s2_fwb_mem((d >> 2) & 0xf, va) : s2_mem((d >> 2) & 0xf, va);
         if (ap & 1)
             r->attrs |= MMP_PROT_READ;
         if (ap & 2)
@@ -897,8 +913,14 @@ static void snapshot(struct env *e)
     }
     for (size_t k = 0; k < nrg; k++)
         for (size_t i = first_ending_at_or_after(&e->m, rg[k].lo);
-             i < e->m.n && e->m.v[i].va <= rg[k].hi;)
-            i = e->m.v[i].cont ? check_run(e, &e->m, i) : i + 1;
+             i < e->m.n && e->m.v[i].va <= rg[k].hi;) {
+            const struct rec *r = &e->m.v[i];
+            uint64_t tlb = r->cont ? r->size * run_entries(e, r->level) : r->size;
+            if (e->max_leaf && tlb > e->max_leaf)
+                FAILF("tlb model", "va %#llx: a leaf%s of %#llx bytes, above max_leaf %#llx",
+                      (ull)r->va, r->cont ? " run" : "", (ull)tlb, (ull)e->max_leaf);
+            i = r->cont ? check_run(e, &e->m, i) : i + 1;
+        }
 }
 
 static void f_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
@@ -1231,10 +1253,10 @@ void fuzz_report(void)
     printf("model: %lu operations, %lu translation changes and %lu flushes checked, %lu tables "
            "unlinked, %lu frees checked\n",
            cov.ops, cov.changes, cov.flushes, cov.unlinked, cov.freed_checked);
-    printf("covered: layouts %u/%zu, create flags %#x, flush_ranges %u/9, pa_bits %u/4, map "
-           "flags %#x, windows %u/4, lazy ops %u/5, op kinds %u/8, offset phys_to_virt %s, "
+    printf("covered: layouts %u/%zu, create flags %#x, flush_ranges %u/9, pa_bits %u/4, "
+           "max_leaf %u/3, map flags %#x, windows %u/4, lazy ops %u/5, op kinds %u/8, offset phys_to_virt %s, "
            "set-bit fill %s\n",
-           popc(cov.layouts), NCFGS, cov.cfl, popc(cov.ranges), popc(cov.pab), cov.mflags,
+           popc(cov.layouts), NCFGS, cov.cfl, popc(cov.ranges), popc(cov.pab), popc(cov.maxleaf & 7), cov.mflags,
            popc(cov.wins), popc(cov.lazy), popc(cov.kinds), cov.p2v_offset ? "yes" : "no",
            cov.fill_set ? "yes" : "no");
 }
@@ -1279,18 +1301,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t cfl = data[1] & 0x3f;
     if (fc->format != MMP_PT_ARM64_S1)
         cfl &= ~(uint32_t)MMP_PT_EL2;
+    if (fc->format == MMP_PT_ARM64_S2 && (data[1] & 0x20)) /* ... and FWB at stage 2 */
+        cfl |= MMP_PT_S2FWB;
     if (fc->format == MMP_PT_X86_EPT) { /* the EL2 bit means execute-only here */
         cfl |= data[1] & 0x20 ? MMP_PT_EPT_XO : 0;
         cfl |= (data[2] / 36) & 1 ? MMP_PT_EPT_AD : 0;
     }
     static const uint32_t pab_x86[] = {0, 36, 40, 46}, pab_arm[] = {0, 32, 40, 44};
     uint32_t pa_bits = (x86 ? pab_x86 : pab_arm)[(data[2] / 9) % 4];
+    /* max_leaf: none, the smallest block, or 16 granules */
+    static const uint64_t first_block[] = {2ull << 20, 32ull << 20, 512ull << 20};
+    unsigned ml = (data[2] / 72) % 4;
+    uint64_t max_leaf = ml == 1   ? first_block[fc->granule == 4096 ? 0 : fc->granule == 16384 ? 1 : 2]
+                        : ml == 2 ? 16ull * fc->granule
+                                  : 0;
     struct mmp_pt_config cfg = {fc->format, fc->granule, fc->va_bits, pa_bits, cfl,
-                                data[2] % 9u};
+                                data[2] % 9u, max_leaf};
     static struct env e;
     memset(&e, 0, sizeof e);
     cov.layouts |= 1u << (data[0] % NCFGS);
     cov.cfl |= cfl;
+    cov.maxleaf |= 1u << ((data[2] / 72) % 4);
     cov.ranges |= 1u << (data[2] % 9u);
     cov.pab |= 1u << ((data[2] / 9) % 4);
     cov.p2v_offset |= data[1] >> 7;
@@ -1316,6 +1347,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     e.ept = fc->format == MMP_PT_X86_EPT;
     e.npt = fc->format == MMP_PT_X86_NPT;
     e.xo = (cfl & MMP_PT_EPT_XO) != 0;
+    e.fwb = (cfl & MMP_PT_S2FWB) != 0;
+    e.max_leaf = max_leaf;
     e.el2 = (cfl & MMP_PT_EL2) != 0;
     e.bpl = e.gs - 3;
     e.nlev = info.levels;

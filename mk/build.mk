@@ -18,18 +18,24 @@ MODEL_SRC := $(sort $(wildcard tests/model/*.c))
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 
 AO_INC := build/include-ao
-CPPFLAGS := -Iinclude -Icore -Iarch/$(ARCH_DIR) -I$(AO_INC) -I$(B)/gen
-CFLAGS := -std=c11 -Wall -Wextra -Werror $(OPT) -fPIC -fvisibility=hidden \
-          $(VFLAGS) $(EXTRA_CFLAGS)
-LDFLAGS := $(VFLAGS) $(EXTRA_LDFLAGS)
+# The flags the build needs come first; the user's CFLAGS / CPPFLAGS /
+# LDFLAGS (configure, or `make CFLAGS=...`) are added after them, so they
+# can change optimisation or add hardening but never drop -fPIC, C11 or the
+# hidden visibility the export list relies on.
+REQ_CFLAGS := -std=c11 -Wall -Wextra -Werror -fPIC -fvisibility=hidden
+ALL_CPPFLAGS = -Iinclude -Icore -Iarch/$(ARCH_DIR) -I$(AO_INC) -I$(B)/gen $(DEFS) $(CPPFLAGS)
+ALL_CFLAGS = $(REQ_CFLAGS) $(VFLAGS) $(OBJ_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS = $(VFLAGS) $(LDFLAGS)
 
-SONAME := libmmport.so.0
+include mk/version.mk
 LIB_A := $(B)/libmmport.a
-LIB_SO := $(B)/libmmport.so.0.1.0
+LIB_SO := $(B)/$(LIB_REAL)
 CLI := $(B)/mmport
 TEST_BIN := $(B)/tests/mmport-test
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+# Flags only the library's objects get (configure --enable-general-regs-only).
+$(call obj,$(LIB_SRC)): OBJ_CFLAGS = $(LIB_CFLAGS)
 
 all: $(LIB_A) $(LIB_SO) $(CLI)
 tests: $(TEST_BIN)
@@ -51,9 +57,11 @@ $(B)/gen/commands.h: $(TOOL_SRC) mk/build.mk
 	@for f in $(filter tools/bench_%.c,$(TOOL_SRC)); do \
 	  n=$${f#tools/bench_}; echo "BENCH($${n%.c})"; done >> $@
 
-$(B)/obj/%.o: %.c $(AO_INC)/atomic_ops.h $(B)/gen/suites.h $(B)/gen/commands.h
+# Order-only: the objects that include a generated list depend on it
+# through their .d files, so a tools/ edit rebuilds those, not everything.
+$(B)/obj/%.o: %.c | $(AO_INC)/atomic_ops.h $(B)/gen/suites.h $(B)/gen/commands.h
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB_A): $(call obj,$(LIB_SRC))
 	@rm -f $@
@@ -61,16 +69,16 @@ $(LIB_A): $(call obj,$(LIB_SRC))
 
 $(LIB_SO): $(call obj,$(LIB_SRC)) mk/exports.map
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=mk/exports.map \
-	  $(LDFLAGS) -o $@ $(call obj,$(LIB_SRC)) -lpthread
+	  $(ALL_LDFLAGS) -o $@ $(call obj,$(LIB_SRC)) -lpthread
 	ln -sf $(notdir $@) $(B)/$(SONAME)
 	ln -sf $(notdir $@) $(B)/libmmport.so
 
 $(CLI): $(call obj,$(TOOL_SRC)) $(LIB_A)
-	$(CC) $(LDFLAGS) -o $@ $^ -lpthread -lm
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ -lpthread -lm
 
 $(TEST_BIN): $(call obj,$(TEST_SRC)) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LIBS) -lpthread -lm
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(TEST_LIBS) -lpthread -lm
 
 # Fuzz targets: with FUZZ_ENGINE=libfuzzer linked against libFuzzer (clang,
 # -fsanitize=fuzzer), otherwise against fuzz/replay.c, which runs a corpus.
@@ -79,7 +87,7 @@ FUZZ_MAIN := $(if $(filter libfuzzer,$(FUZZ_ENGINE)),,$(B)/obj/fuzz/replay.o)
 fuzz: $(FUZZ_BINS)
 $(B)/fuzz/%: $(B)/obj/fuzz/%.o $(call obj,$(MODEL_SRC)) $(FUZZ_MAIN) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $(FUZZ_LDFLAGS) -o $@ $^ -lpthread -lm
+	$(CC) $(ALL_LDFLAGS) $(FUZZ_LDFLAGS) -o $@ $^ -lpthread -lm
 
 .PHONY: all tests fuzz
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

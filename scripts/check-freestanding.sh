@@ -5,6 +5,7 @@
 # into one relocatable object and checks that it needs nothing from outside
 # but the four memory primitives every freestanding C environment provides.
 # Usage: check-freestanding.sh <x86_64|aarch64> <gcc|clang> <outdir>
+# FREESTANDING_CFLAGS adds flags (scripts/check.d/genregs.sh: -mgeneral-regs-only).
 set -eu
 arch=$1 comp=$2 out=$3
 case $arch in
@@ -29,7 +30,7 @@ srcs="$(ls core/*.c arch/*/pt_*.c 2>/dev/null) $(ls arch/$dir/*.c arch/generic/*
 n=0
 for s in $srcs; do
     o=$out/$(echo "$s" | tr / _).o
-    $cc -std=c11 -Wall -Wextra -Werror -O2 -ffreestanding -fno-builtin -nostdinc $archflags \
+    $cc -std=c11 -Wall -Wextra -Werror -O2 -ffreestanding -fno-builtin -nostdinc $archflags ${FREESTANDING_CFLAGS:-} \
         -isystem "$cinc" -Icore/freestanding -Iinclude -Icore -Iarch/$dir -Ibuild/include-ao \
         -c "$s" -o "$o"
     n=$((n + 1))

@@ -2,7 +2,8 @@
 # `make check`: builds every configuration, runs every suite, and ends with
 # one line "N passed, N failed, N skipped" over all of them. Each step
 # records its counts in build/results/<label> as "passed failed skipped".
-# CHECK_ONLY="native cross" runs a subset (labels' first word).
+# CHECK_ONLY="native cross" runs a subset (step names; a wrong one is an
+# error that lists them).
 # Expects ARCH, CROSS_CC and QEMU_AARCH64 from the Makefile (config.mak).
 set -u
 R=build/results
@@ -12,10 +13,28 @@ status=0
 
 want() { [ -z "${CHECK_ONLY:-}" ] || case " $CHECK_ONLY " in *" $1 "*) ;; *) return 1 ;; esac; }
 
+# CHECK_ONLY names: the built-in steps and one per scripts/check.d/*.sh.
+steps="native asan tsan cross freestanding exports"
+for extra in scripts/check.d/*.sh; do steps="$steps $(basename "$extra" .sh)"; done
+for w in ${CHECK_ONLY:-}; do
+    case " $steps " in
+    *" $w "*) ;;
+    *) echo "check: CHECK_ONLY: no step '$w'; the steps are: $steps" >&2; exit 2 ;;
+    esac
+done
+
 # A step that is not a check suite (a build, a script) counts as one check.
 record() { # record <label> <rc>
     if [ "$2" = 0 ]; then echo "1 0 0" > "$R/$1"; else echo "0 1 0" > "$R/$1"; status=1; fi
 }
+
+# configure records the test tools it did not find; `make check` installs
+# them and configures again first, so a tool still missing here is a failure
+# (not a silent skip).
+if [ -n "${MISSING_TOOLS:-}" ]; then
+    echo "== tools: missing:$MISSING_TOOLS (scripts/install-deps.sh as root installs them)"
+    record tools 1
+fi
 
 # Runs the check binary; it writes its own counts (tests/main.c).
 suite() { # suite <label> <runner...>
@@ -48,9 +67,10 @@ elif want asan && build asan build-asan; then
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         suite asan build/$ARCH-asan/tests/mmport-test
 fi
-# The suites with threads (concurrent walkers, parallel clearing) under TSan.
+# The suites with threads (concurrent walkers, parallel clearing, readers
+# beside splits) under TSan.
 if [ -z "$native_runner" ] && want tsan && build tsan build-tsan; then
-    for s in concurrency clear; do
+    for s in concurrency clear pt_outage; do
         CK_RUN_SUITE=$s TSAN_OPTIONS=halt_on_error=1 \
             suite tsan-$s build/$ARCH-tsan/tests/mmport-test
     done
@@ -86,7 +106,6 @@ for extra in scripts/check.d/*.sh; do
     [ -s "$R/$name" ] || record "$name" $rc
     [ $rc = 0 ] || status=1
 done
-
 echo "== summary"
 p=0 f=0 s=0
 for r in "$R"/*; do

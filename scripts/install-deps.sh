@@ -1,5 +1,9 @@
 #!/bin/sh
-# Installs what building and checking mmport needs on Debian 12, if missing.
+# Installs what checking mmport needs on Debian 12, if missing: the build
+# needs only the first three; the rest are test tools (clang, libcheck for
+# both arches, the aarch64 cross compiler, qemu, valgrind, groff/man for
+# the man pages, python3 for the JSON and SVG checks). Only `make check`,
+# `make run`, `make fuzz`, `make deps` and .ci/run call it.
 # Idempotent; when everything is present it only looks (well under a second).
 set -e
 
@@ -27,6 +31,8 @@ need /usr/include/check.h check
 need /usr/lib/aarch64-linux-gnu/pkgconfig/check.pc check:arm64
 need valgrind valgrind
 need groff groff-base
+need man man-db
+need python3 python3
 need "$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a 2>/dev/null || echo /nonexistent)" libclang-rt-14-dev
 
 [ -z "$missing" ] && exit 0

@@ -8,9 +8,29 @@
  */
 #include "pt_harness.h"
 
-static void differential(size_t c, int steps, uint64_t seed)
+/*
+ * The 52-bit layouts, with output addresses placed so that mappings cross
+ * the first address whose bits leave the descriptor's in-place field
+ * (2^50 for FEAT_LPA2, OA[51:50] in bits 9:8; 2^48 for FEAT_LPA, OA[51:48]
+ * in bits 15:12) and reach up to 2^52.
+ */
+static const struct rcfg {
+    struct tcfg t;
+    uint64_t pa_cross; /* the output window straddles this address */
+} cfgs52[] = {
+    {{"arm64-4k-lpa2-52", {MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0}}, 1ull << 50},
+    {{"arm64-4k-lpa2-48", {MMP_PT_ARM64_S1, 4096, 48, 52, 0, 0, 0}}, 1ull << 51},
+    {{"arm64-16k-lpa2-52", {MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0}}, 1ull << 50},
+    {{"arm64-64k-lpa-52", {MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0}}, 1ull << 48},
+    {{"arm64-s2-4k-lpa2-52", {MMP_PT_ARM64_S2, 4096, 52, 52, 0, 0, 0}}, 3ull << 50},
+    {{"arm64-s2-16k-lpa2-44", {MMP_PT_ARM64_S2, 16384, 44, 52, 0, 0, 0}}, 1ull << 50},
+    {{"arm64-s2-64k-lpa-52", {MMP_PT_ARM64_S2, 65536, 52, 52, MMP_PT_S2FWB, 0, 0}}, 1ull << 49},
+};
+
+/* pa_cross 0: output addresses near the input window, as before. */
+static void differential(const struct tcfg *cfg, uint64_t pa_cross, int steps, uint64_t seed)
 {
-    struct tenv *e = tenv_new(&pt_cfgs[c].c);
+    struct tenv *e = tenv_new(&cfg->c);
     struct mmp_pt_info inf;
     mmp_pt_info(&e->pt, &inf);
     uint64_t G = inf.granule;
@@ -48,6 +68,8 @@ static void differential(size_t c, int steps, uint64_t seed)
         uint64_t va = base + first * G;
         uint32_t attrs = attrs_pool[rnd64(&seed) % 5];
         uint64_t pa = (rnd64(&seed) % 2) ? va + blk * 16 : (rnd64(&seed) % 4096) * G;
+        if (pa_cross)
+            pa = pa_cross - W + pa % (2 * W); /* blk-aligned: still block-sized leaves */
         int rc, want = 0;
         if (op < 5) { /* map, sometimes replacing */
             int replace = op == 4;
@@ -69,7 +91,7 @@ static void differential(size_t c, int steps, uint64_t seed)
         }
         char ctx[128];
         snprintf(ctx, sizeof ctx, "%s step %d op %d va %#llx pages %llu pa %#llx attrs %#x",
-                 pt_cfgs[c].name, step, op, (unsigned long long)va, (unsigned long long)pages,
+                 cfg->name, step, op, (unsigned long long)va, (unsigned long long)pages,
                  (unsigned long long)pa, attrs);
         ck_assert_msg(rc == want, "%s: rc %d want %d", ctx, rc, want);
         check_model(e, m, base, n, ctx);
@@ -85,7 +107,15 @@ START_TEST(differential_vs_model)
 {
     int steps = mmp_test_slow() ? 150 : 3000;
     for (size_t c = 0; c < NCFG; c++)
-        differential(c, steps, 0x9e3779b97f4a7c15ull ^ (c * 0x1234567));
+        differential(&pt_cfgs[c], 0, steps, 0x9e3779b97f4a7c15ull ^ (c * 0x1234567));
+}
+END_TEST
+
+START_TEST(differential_52bit_output)
+{
+    int steps = mmp_test_slow() ? 150 : 3000;
+    for (size_t c = 0; c < sizeof cfgs52 / sizeof cfgs52[0]; c++)
+        differential(&cfgs52[c].t, cfgs52[c].pa_cross, steps, 0x2545f4914f6cdd1dull ^ c);
 }
 END_TEST
 
@@ -93,5 +123,6 @@ Suite *mmp_suite_pt_rand(void)
 {
     Suite *s = suite_create("pt_rand");
     MMP_ADD(s, differential_vs_model);
+    MMP_ADD(s, differential_52bit_output);
     return s;
 }

@@ -5,6 +5,7 @@
  * vmalloc: naive / eager / lazy batching of barriers and flushes.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,12 @@
 #include <mmport/mmport.h>
 
 #include "cli.h"
+#include "plot_svg.h"
+#include "progress.h"
 #include "pt_formats.h"
+
+/* Elapsed time on a terminal while the rows come (suspended around them). */
+static struct progress bm_pr;
 
 #include "../core/pt_engine.h"
 
@@ -188,8 +194,10 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
     else
         printf("%-12s %-8s %-7s %10s %9s %9s %10s %5s %5s\n", "format", "op", "policy",
                "ns/4K-page", "tables", "min", "entries", "barr", "flush");
-    static const char *const fmts[] = {"x86-64",   "x86-64-la57", "x86-ept",   "x86-npt",
-                                       "arm64-4k", "arm64-16k",   "arm64-64k", "arm64-s2-4k"};
+    static const char *const fmts[] = {"x86-64",        "x86-64-la57",    "x86-ept",
+                                       "x86-npt",       "arm64-4k",       "arm64-16k",
+                                       "arm64-64k",     "arm64-s2-4k",    "arm64-4k-lpa2",
+                                       "arm64-16k-lpa2", "arm64-64k-lpa"};
     for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
         if (only && strcmp(only, fmts[f]) != 0)
             continue;
@@ -207,7 +215,9 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
                     return cli_error("bench map", "cannot create a %s table", fmts[f]);
                 struct mmp_pt_info inf;
                 mmp_pt_info(&pt, &inf);
-                uint64_t va = 1ull << 30, pa = 4ull << 30;
+                /* 52-bit layouts: output addresses with the moved OA bits set. */
+                uint64_t va = 1ull << 30;
+                uint64_t pa = fmt->cfg.pa_bits == 52 ? 0xc000100000000ull : 4ull << 30;
                 const char *opn[3] = {"map", "protect", "unmap"};
                 for (int op = 0; op < 3; op++) {
                     struct mmp_pt_stats s0, s1;
@@ -242,8 +252,10 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
                 }
                 mmp_pt_fini(&pt);
             }
+            progress_suspend(&bm_pr);
             for (int op = 0; op < 3; op++)
                 print_row(&rows[op], json, &first);
+            progress_resume(&bm_pr);
         }
     }
     if (json)
@@ -292,6 +304,7 @@ static int bench_depth(uint64_t bytes, int reps, bool json)
             sp = a < sp ? a : sp;
             gen = c < gen ? c : gen;
         }
+        progress_suspend(&bm_pr);
         if (json)
             printf("%s\n  {\"format\": \"%s\", \"op\": \"map+unmap\", \"bytes\": %" PRIu64
                    ", \"specialised_ns_per_page\": %.3f, "
@@ -299,6 +312,7 @@ static int bench_depth(uint64_t bytes, int reps, bool json)
                    f ? "," : "", fmts[f], bytes, sp, gen, gen / sp - 1);
         else
             printf("%-10s %18.3f %16.3f %+9.2f%%\n", fmts[f], sp, gen, (gen / sp - 1) * 100);
+        progress_resume(&bm_pr);
     }
     if (json)
         printf("\n]\n");
@@ -360,10 +374,35 @@ static struct vres vmalloc_run(const struct mmp_pt_config *cfg0, unsigned p, int
     return r;
 }
 
-static int bench_vmalloc(const char *only, bool sysf, int reps, bool json)
+/* --plot: ns per op against the range size, one line per format and mode. */
+static int plot_vmalloc(FILE *out, bool sysf, const char *const names[6],
+                        double x[6][6], double y[6][6], const size_t n[6])
+{
+    struct svg_series sr[6];
+    size_t ns = 0;
+    for (size_t i = 0; i < 6; i++)
+        if (n[i])
+            sr[ns++] = (struct svg_series){names[i], n[i], x[i], y[i]};
+    svg_chart_logy(out,
+                   sysf ? "mmport bench map --pattern vmalloc (each flush a system call)"
+                        : "mmport bench map --pattern vmalloc (free flushes)",
+                   "bytes mapped and unmapped per op (log scale)", "ns per op (log scale)",
+                   "ns/op", sr, ns);
+    int bad = ferror(out);
+    if (fclose(out) || bad)
+        return cli_error("bench map", "--plot: cannot write the chart: %s",
+                         strerror(errno ? errno : EIO));
+    return 0;
+}
+
+static int bench_vmalloc(const char *only, bool sysf, int reps, bool json, FILE *plot)
 {
     static const char *const fmts[] = {"x86-64", "arm64-4k"};
     static const unsigned ps[] = {1, 4, 16, 64, 256, 512};
+    static const char *const series[6] = {"x86-64 naive", "x86-64 eager", "x86-64 lazy",
+                                          "arm64-4k naive", "arm64-4k eager", "arm64-4k lazy"};
+    static double px[6][6], py[6][6];
+    size_t pn[6] = {0};
     bool first = true;
     if (json)
         printf("[");
@@ -392,6 +431,7 @@ static int bench_vmalloc(const char *only, bool sysf, int reps, bool json)
                     if (x.ns_per_op < best[m].ns_per_op)
                         best[m] = x;
                 }
+            progress_suspend(&bm_pr);
             for (int m = 0; m < 3; m++) {
                 if (vm_mode >= 0 && m != vm_mode)
                     continue;
@@ -401,18 +441,28 @@ static int bench_vmalloc(const char *only, bool sysf, int reps, bool json)
                            "\"flushes_per_op\": %.5f}",
                            first ? "" : ",", fmts[f], p, mode_names[m], sysf ? "syscall" : "noop",
                            best[m].ns_per_op, best[m].barriers_per_op, best[m].flushes_per_op);
-                else
-                    printf("%-9s %5u %-6s %11.1f %12.5f %12.5f %9.2fx %9.2fx\n", fmts[f], p,
-                           mode_names[m], best[m].ns_per_op, best[m].barriers_per_op,
-                           best[m].flushes_per_op, best[NAIVE].ns_per_op / best[m].ns_per_op,
-                           best[EAGER].ns_per_op / best[m].ns_per_op);
+                else {
+                    printf("%-9s %5u %-6s %11.1f %12.5f %12.5f", fmts[f], p, mode_names[m],
+                           best[m].ns_per_op, best[m].barriers_per_op, best[m].flushes_per_op);
+                    /* a ratio only against a mode this run measured (--mode picks one) */
+                    for (int base = NAIVE; base <= EAGER; base++)
+                        if (vm_mode < 0)
+                            printf(" %9.2fx", best[base].ns_per_op / best[m].ns_per_op);
+                        else
+                            printf(" %10s", "-");
+                    printf("\n");
+                }
                 first = false;
+                size_t si = f * 3 + (size_t)m;
+                px[si][pn[si]] = (double)p * 4096;
+                py[si][pn[si]++] = best[m].ns_per_op;
             }
+            progress_resume(&bm_pr);
         }
     }
     if (json)
         printf("\n]\n");
-    return 0;
+    return plot ? plot_vmalloc(plot, sysf, series, px, py, pn) : 0;
 }
 
 static int run(int argc, char **argv)
@@ -421,55 +471,112 @@ static int run(int argc, char **argv)
     const char *only = NULL;
     unsigned long long bytes = 1ull << 30;
     int reps = 3;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i]))
-            return fputs(cli_bench_map.usage, stdout), 0;
-        if (strcmp(argv[i], "--json") == 0)
-            json = true;
-        else if (strcmp(argv[i], "--depth") == 0)
-            depth = true;
-        else if (strcmp(argv[i], "--pattern") == 0 && i + 1 < argc) {
-            if (strcmp(argv[++i], "vmalloc") != 0)
-                return cli_usage_error("bench map", "unknown pattern '%s'", argv[i]);
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"depth", no_argument, NULL, 'd'},
+        {"pattern", required_argument, NULL, 'p'},
+        {"flush", required_argument, NULL, 'F'},
+        {"mode", required_argument, NULL, 'M'},
+        {"pages", required_argument, NULL, 'P'},
+        {"heap", no_argument, NULL, 'H'},
+        {"free-tables", no_argument, NULL, 'T'},
+        {"format", required_argument, NULL, 'f'},
+        {"size", required_argument, NULL, 's'},
+        {"reps", required_argument, NULL, 'r'},
+        {"plot", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    static const char cmd[] = "bench map";
+    const char *plot = NULL;
+    const char *vm_only = NULL, *plain_only = NULL; /* first option seen of each kind */
+    int c;
+    unsigned long long v;
+    cli_getopt_start();
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': return fputs(cli_bench_map.usage, stdout), 0;
+        case 'j': json = true; break;
+        case 'd': depth = true; break;
+        case 'p':
+            if (strcmp(optarg, "vmalloc") != 0)
+                return cli_usage_error(cmd, "--pattern '%s': unknown pattern (vmalloc)", optarg);
             vmalloc = true;
-        } else if (strcmp(argv[i], "--flush") == 0 && i + 1 < argc) {
-            i++;
-            if (strcmp(argv[i], "syscall") && strcmp(argv[i], "noop"))
-                return cli_usage_error("bench map", "--flush syscall|noop");
-            sysf = strcmp(argv[i], "syscall") == 0;
-        } else if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc) {
-            i++;
+            break;
+        case 'F':
+            if (strcmp(optarg, "syscall") && strcmp(optarg, "noop"))
+                return cli_usage_error(cmd, "--flush '%s': want syscall or noop", optarg);
+            sysf = strcmp(optarg, "syscall") == 0;
+            vm_only = vm_only ? vm_only : "--flush";
+            break;
+        case 'M':
+            vm_mode = -1;
             for (int m = 0; m < 3; m++)
-                if (strcmp(argv[i], mode_names[m]) == 0)
+                if (strcmp(optarg, mode_names[m]) == 0)
                     vm_mode = m;
             if (vm_mode < 0)
-                return cli_usage_error("bench map", "--mode naive|eager|lazy");
-        } else if (strcmp(argv[i], "--pages") == 0 && i + 1 < argc) {
-            vm_pages = (unsigned)atoi(argv[++i]);
-        } else if (strcmp(argv[i], "--heap") == 0) {
+                return cli_usage_error(cmd, "--mode '%s': want naive, eager or lazy", optarg);
+            vm_only = vm_only ? vm_only : "--mode";
+            break;
+        case 'P':
+            if (!cli_parse_size(optarg, &v) ||
+                (v != 1 && v != 4 && v != 16 && v != 64 && v != 256 && v != 512))
+                return cli_usage_error(cmd, "--pages '%s': want 1, 4, 16, 64, 256 or 512",
+                                       optarg);
+            vm_pages = (unsigned)v;
+            vm_only = vm_only ? vm_only : "--pages";
+            break;
+        case 'H':
             use_heap = true;
-        } else if (strcmp(argv[i], "--free-tables") == 0) {
+            plain_only = plain_only ? plain_only : "--heap";
+            break;
+        case 'T':
             vm_keep = false;
-        } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
-            only = argv[++i];
+            vm_only = vm_only ? vm_only : "--free-tables";
+            break;
+        case 'f':
+            only = optarg;
             if (!cli_pt_format(only))
-                return cli_usage_error("bench map", "unknown format '%s'", only);
-        } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
-            if (!cli_parse_size(argv[++i], &bytes) || !bytes || bytes % (1ull << 30))
-                return cli_usage_error("bench map", "--size: a multiple of 1G");
-        } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-            reps = atoi(argv[++i]);
-            if (reps < 1)
-                return cli_usage_error("bench map", "--reps: at least 1");
-        } else {
-            return cli_usage_error("bench map", "unknown option '%s'", argv[i]);
+                return cli_usage_error(cmd, "--format '%s': unknown format", only);
+            break;
+        case 's':
+            if (!cli_parse_size(optarg, &bytes) || !bytes || bytes % (1ull << 30))
+                return cli_usage_error(cmd, "--size '%s': want a multiple of 1G", optarg);
+            plain_only = plain_only ? plain_only : "--size";
+            break;
+        case 'o':
+            plot = optarg;
+            vm_only = vm_only ? vm_only : "--plot";
+            break;
+        case 'r':
+            if (!cli_parse_size(optarg, &v) || v < 1 || v > 1000)
+                return cli_usage_error(cmd, "--reps '%s': want 1..1000", optarg);
+            reps = (int)v;
+            break;
+        default: return cli_opt_error(cmd, c, argv, longopts);
         }
     }
-    if (vmalloc)
-        return bench_vmalloc(only, sysf, reps, json);
-    if (depth)
-        return bench_depth(64ull << 20, reps * 3, json);
-    return bench_formats(only, bytes, reps, json);
+    if ((c = cli_no_operands(cmd, argc, argv)))
+        return c;
+    /* No option is silently ignored: each belongs to one of the three runs. */
+    if (vmalloc && depth)
+        return cli_usage_error(cmd, "--depth and --pattern exclude each other");
+    if (!vmalloc && vm_only)
+        return cli_usage_error(cmd, "%s needs --pattern vmalloc", vm_only);
+    if ((vmalloc || depth) && plain_only)
+        return cli_usage_error(cmd, "%s does not apply to %s", plain_only,
+                               vmalloc ? "--pattern vmalloc" : "--depth");
+    if (depth && only)
+        return cli_usage_error(cmd, "--format does not apply to --depth");
+    FILE *plot_out = plot ? fopen(plot, "w") : NULL; /* fails before measuring */
+    if (plot && !plot_out)
+        return cli_error(cmd, "--plot '%s': %s", plot, strerror(errno));
+    progress_start(&bm_pr, "bench map", NULL);
+    int rc = vmalloc ? bench_vmalloc(only, sysf, reps, json, plot_out)
+             : depth ? bench_depth(64ull << 20, reps * 3, json)
+                     : bench_formats(only, bytes, reps, json);
+    progress_finish(&bm_pr);
+    return rc;
 }
 
 const struct cli_command cli_bench_map = {
@@ -479,11 +586,12 @@ const struct cli_command cli_bench_map = {
         "usage: mmport bench map [--json] [--format F] [--size 1G] [--reps N] [--heap]\n"
         "       mmport bench map --depth [--json]\n"
         "       mmport bench map --pattern vmalloc [--flush syscall|noop] [--free-tables]\n"
-        "                        [--format F] [--mode M] [--pages P] [--json]\n\n"
+        "                        [--format F] [--mode M] [--pages P] [--json] [--plot FILE]\n\n"
         "Default: maps --size bytes (1 GiB) in one call, re-protects and unmaps them, per\n"
-        "format (x86-64, x86-64-la57, x86-ept, x86-npt, arm64-4k, -16k, -64k, arm64-s2-4k)\n"
-        "and leaf policy: pages (no blocks, no contiguous runs), cont (runs, no blocks;\n"
-        "arm64), blocks (everything). ns_per_page is per 4 KiB of input address space, best of --reps\n"
+        "format (x86-64, x86-64-la57, x86-ept, x86-npt, arm64-4k, -16k, -64k, arm64-s2-4k,\n"
+        "the 52-bit arm64-4k-lpa2, -16k-lpa2, -64k-lpa with output addresses above 2^50)\n"
+        "and policy: pages (no blocks, no contiguous runs), cont (runs, no blocks; arm64),\n"
+        "blocks (everything). ns_per_page is per 4 KiB of input address space, best of --reps\n"
         "fresh tables; table_pages is what the map left, table_pages_min the fewest\n"
         "the layout allows; entries/barriers/flushes are the mmp_pt_stats counters.\n"
         "Table pages come from a pre-faulted pool (a hypervisor's own allocator);\n"
@@ -498,6 +606,8 @@ const struct cli_command cli_bench_map = {
         "callback one system call (getppid), a stand-in for a hypercall; noop is free.\n"
         "Tables stay allocated (MMP_PT_KEEP_TABLES), as the kernel's vmalloc area keeps\n"
         "its page tables; --free-tables frees tables an unmap empties (deferred to the\n"
-        "flush, so lazy mode cannot reuse them within a section).\n",
+        "flush, so lazy mode cannot reuse them within a section). --plot FILE also\n"
+        "writes an SVG chart: ns per op against the range size, both axes log, one\n"
+        "line per format and mode.\n",
     .run = run,
 };

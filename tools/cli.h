@@ -7,6 +7,7 @@
 #ifndef MMPORT_TOOLS_CLI_H
 #define MMPORT_TOOLS_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -33,6 +34,21 @@ int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(print
 
 /* True for "-h" / "--help". */
 bool cli_is_help(const char *arg);
+
+/*
+ * Option parsing: getopt_long (--opt=value, --opt value, bundled short
+ * options, "--" ends the options). Every command loops
+ *     cli_getopt_start();
+ *     while ((c = getopt_long(argc, argv, ":h...", longopts, NULL)) != -1)
+ * (the leading ':' makes a missing value come back as ':'), hands
+ * '?' and ':' to cli_opt_error(), and ends with cli_no_operands().
+ */
+void cli_getopt_start(void);
+/* "mmport <cmd>: unrecognized option '--x'" / "option '--ram' requires an
+ * argument" / "invalid option -- 'q'"; returns 2. */
+int cli_opt_error(const char *cmd, int c, char **argv, const struct option *longopts);
+/* 0, or a usage error naming the first operand left after the options. */
+int cli_no_operands(const char *cmd, int argc, char **argv);
 
 /* Parses "4096", "64K", "2M", "1G" (binary units); false on garbage. */
 bool cli_parse_size(const char *s, unsigned long long *out);

@@ -10,6 +10,7 @@
  *    as laid out. Exit 0 only if both hold.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,11 +22,13 @@
 #include "cli.h"
 #include "demo_guest.h"
 #include "guest_ram.h"
+#include "plot_svg.h"
 #include "progress.h"
 
 #define MiB (1ull << 20)
 
 struct opts {
+    const char *plot; /* --plot FILE */
     unsigned long long ram;
     unsigned threads;
     bool json;
@@ -70,7 +73,7 @@ static const char *kernel_used(const struct mmp_clear_stats *a, const struct mmp
 static struct clear_run clear_ram(struct guest_ram *ram, unsigned threads, struct progress *pr)
 {
     struct mmp_clear_opts o = {.hint = MMP_CLEAR_COLD, .threads = threads};
-    if (pr) {
+    if (pr && pr->on) { /* a callback makes mmp_clear chunk: only when it shows */
         o.yield = on_progress;
         o.yield_arg = pr;
     }
@@ -339,38 +342,158 @@ static void print_table_json(struct table_result *t, const char *sep)
 
 /* ---- the command -------------------------------------------------------- */
 
+enum { PARSE_HELP = -1 }; /* parse(): --help printed, exit 0 */
+
 static int parse(int argc, char **argv, struct opts *o)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     *o = (struct opts){.ram = 2ull << 30, .threads = n > 0 ? (unsigned)n : 1, .seed = 1,
                        .samples = 64};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        unsigned long long v;
-        bool has = i + 1 < argc;
-        if (strcmp(a, "--json") == 0) {
-            o->json = true;
-        } else if (strcmp(a, "--ram") == 0) {
-            if (!has || !cli_parse_size(argv[++i], &o->ram) || o->ram < 4 * MiB ||
-                o->ram % (2 * MiB) || o->ram > (256ull << 30))
-                return cli_usage_error("demo", "--ram wants a multiple of 2M from 4M to 256G");
-        } else if (strcmp(a, "--threads") == 0) {
-            if (!has || !cli_parse_size(argv[++i], &v) || v < 1 || v > MMP_CLEAR_MAX_THREADS)
-                return cli_usage_error("demo", "--threads wants 1..%u", MMP_CLEAR_MAX_THREADS);
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"ram", required_argument, NULL, 'r'},
+        {"threads", required_argument, NULL, 't'},
+        {"seed", required_argument, NULL, 's'},
+        {"samples", required_argument, NULL, 'n'},
+        {"plot", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    unsigned long long v = 0;
+    cli_getopt_start();
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (c == 'r' || c == 't' || c == 's' || c == 'n') {
+            if (!cli_parse_size(optarg, &v))
+                return cli_usage_error("demo", "--%s '%s': not a number",
+                                       c == 'r' ? "ram" : c == 't' ? "threads"
+                                                        : c == 's' ? "seed" : "samples",
+                                       optarg);
+        }
+        switch (c) {
+        case 'h': return fputs(cli_cmd_demo.usage, stdout), PARSE_HELP;
+        case 'j': o->json = true; break;
+        case 'p': o->plot = optarg; break;
+        case 'r':
+            if (v < 4 * MiB || v > (256ull << 30))
+                return cli_usage_error("demo", "--ram '%s': out of range 4M..256G", optarg);
+            if (v % (2 * MiB))
+                return cli_usage_error("demo", "--ram '%s': not a multiple of 2M", optarg);
+            o->ram = v;
+            break;
+        case 't':
+            if (v < 1 || v > MMP_CLEAR_MAX_THREADS)
+                return cli_usage_error("demo", "--threads '%s': out of range 1..%u", optarg,
+                                       MMP_CLEAR_MAX_THREADS);
             o->threads = (unsigned)v;
-        } else if (strcmp(a, "--seed") == 0) {
-            if (!has || !cli_parse_size(argv[++i], &v) || !v)
-                return cli_usage_error("demo", "--seed wants a non-zero number");
+            break;
+        case 's':
+            if (!v)
+                return cli_usage_error("demo", "--seed '%s': must not be 0", optarg);
             o->seed = v;
-        } else if (strcmp(a, "--samples") == 0) {
-            if (!has || !cli_parse_size(argv[++i], &v) || v > 100000)
-                return cli_usage_error("demo", "--samples wants 0..100000");
+            break;
+        case 'n':
+            if (v > 100000)
+                return cli_usage_error("demo", "--samples '%s': out of range 0..100000", optarg);
             o->samples = (unsigned)v;
-        } else {
-            return cli_usage_error("demo", "unknown option '%s'", a);
+            break;
+        default: return cli_opt_error("demo", c, argv, longopts);
         }
     }
+    if ((c = cli_no_operands("demo", argc, argv)))
+        return c;
     return 0;
+}
+
+/* ---- --plot: the stage-2 layout as strips of blocks, runs, pages, holes ---- */
+
+enum { K_BLOCK, K_RUN, K_PAGE, K_HOLE };
+static const char *const plot_kinds[] = {"block", "run", "page", "hole"};
+static const char *const plot_colors[] = {"#2b6cb0", "#38a169", "#dd6b20", "#ffffff"};
+
+struct extents {
+    struct svg_extent *e;
+    size_t n, cap;
+    uint64_t next; /* end of what was collected */
+};
+
+static bool ext_add(struct extents *x, uint64_t start, uint64_t size, unsigned kind)
+{
+    if (x->n && x->e[x->n - 1].kind == kind && x->e[x->n - 1].start + x->e[x->n - 1].size == start) {
+        x->e[x->n - 1].size += size;
+    } else {
+        if (x->n == x->cap) {
+            size_t cap = x->cap ? x->cap * 2 : 64;
+            struct svg_extent *e = realloc(x->e, cap * sizeof *e);
+            if (!e)
+                return false;
+            x->e = e, x->cap = cap;
+        }
+        x->e[x->n++] = (struct svg_extent){.start = start, .size = size, .kind = kind};
+    }
+    x->next = start + size;
+    return true;
+}
+
+static int plot_leaf(void *arg, const struct mmp_pt_leaf *l)
+{
+    struct extents *x = arg;
+    if (l->va > x->next && !ext_add(x, x->next, l->va - x->next, K_HOLE))
+        return -MMP_ENOMEM;
+    unsigned k = l->kind == MMP_LEAF_BLOCK ? K_BLOCK : l->kind == MMP_LEAF_CONT ? K_RUN : K_PAGE;
+    return ext_add(x, l->va, l->size, k) ? 0 : -MMP_ENOMEM;
+}
+
+/* Extents of [lo, hi) of pt, tooltips filled in. */
+static int collect(const struct mmp_pt *pt, uint64_t lo, uint64_t hi, struct extents *x)
+{
+    *x = (struct extents){.next = lo};
+    int rc = mmp_pt_walk(pt, lo, hi - lo, plot_leaf, x);
+    if (!rc && x->next < hi && !ext_add(x, x->next, hi - x->next, K_HOLE))
+        rc = -MMP_ENOMEM;
+    for (size_t i = 0; i < x->n; i++)
+        snprintf(x->e[i].tip, sizeof x->e[i].tip, "%s 0x%" PRIx64 "-0x%" PRIx64 " (%" PRIu64 " KiB)",
+                 plot_kinds[x->e[i].kind], x->e[i].start, x->e[i].start + x->e[i].size - 1,
+                 x->e[i].size >> 10);
+    return rc;
+}
+
+static int plot_layout(const char *path, const struct table_result *t)
+{
+    const struct demo_layout *l = &t->layout;
+    struct svg_strip rows[DEMO_MAX_REGIONS + 1];
+    struct extents x[DEMO_MAX_REGIONS + 1];
+    char names[DEMO_MAX_REGIONS + 1][64];
+    size_t nrows = 0;
+    int rc = 0;
+    snprintf(names[0], sizeof names[0], "guest space 0-%" PRIu64 "M", layout_end(l) >> 20);
+    rc = collect(&t->pt, 0, layout_end(l), &x[0]);
+    rows[nrows++] = (struct svg_strip){names[0], 0, layout_end(l), x[0].n, x[0].e};
+    for (unsigned i = 0; i < l->n && !rc; i++) {
+        const struct demo_region *r = &l->r[i];
+        snprintf(names[nrows], sizeof names[nrows], "%s (%" PRIu64 "K)", r->name, r->size >> 10);
+        rc = collect(&t->pt, r->gpa, r->gpa + r->size, &x[nrows]);
+        rows[nrows] = (struct svg_strip){names[nrows], r->gpa, r->gpa + r->size, x[nrows].n,
+                                         x[nrows].e};
+        nrows++;
+    }
+    if (!rc) {
+        char title[128];
+        snprintf(title, sizeof title, "mmport demo: %s layout (%s), after the balloon", l->title,
+                 l->format);
+        FILE *out = fopen(path, "w");
+        if (!out)
+            rc = -errno;
+        else {
+            svg_strips(out, title, rows, nrows, plot_kinds, plot_colors, 4);
+            int bad = ferror(out);
+            if (fclose(out) || bad)
+                rc = -(errno ? errno : EIO);
+        }
+    }
+    for (size_t i = 0; i < nrows; i++)
+        free(x[i].e);
+    return rc;
 }
 
 static void print_policy_text(const struct mmp_clear_policy *p, const char *kernel)
@@ -404,10 +527,9 @@ static int run(int argc, char **argv)
     struct opts o;
     int rc = parse(argc, argv, &o);
     if (rc)
-        return rc;
+        return rc == PARSE_HELP ? 0 : rc;
     const struct mmp_cpu_features *f = mmp_cpu_features();
-    FILE *ui = o.json ? stderr : stdout; /* progress goes here */
-    bool show_progress = !o.json || isatty(fileno(stderr));
+    struct progress pr;
 
     /* 1. guest RAM */
     struct guest_ram ram;
@@ -423,7 +545,9 @@ static int run(int argc, char **argv)
         fflush(stdout);
     }
     double t0 = progress_now();
+    progress_start(&pr, "first touch (page faults)", NULL);
     guest_ram_dirty(&ram, o.threads);
+    progress_finish(&pr);
     double dirty_s = progress_now() - t0;
     long long huge = guest_ram_huge_bytes();
     if (!o.json) {
@@ -437,14 +561,10 @@ static int run(int argc, char **argv)
     }
 
     /* 2. clearing: mmp_clear with progress, then memset vs mmp_clear on one thread */
-    struct progress pr;
-    if (show_progress) {
-        fflush(stdout);
-        progress_start(&pr, ui, "mmp_clear");
-    }
-    struct clear_run main_clear = clear_ram(&ram, o.threads, show_progress ? &pr : NULL);
-    if (show_progress)
-        progress_finish(&pr);
+    fflush(stdout);
+    progress_start(&pr, "mmp_clear", "B");
+    struct clear_run main_clear = clear_ram(&ram, o.threads, &pr);
+    progress_finish(&pr);
     if (main_clear.rc) {
         guest_ram_release(&ram);
         return cli_error("demo", "mmp_clear: %s", mmp_strerror(main_clear.rc));
@@ -496,6 +616,22 @@ static int run(int argc, char **argv)
             bad_tables++;
         if (!o.json)
             print_table_text(&tabs[i]);
+    }
+
+    if (o.plot) {
+        const struct table_result *s2 = NULL;
+        for (int i = 0; i < 2; i++)
+            if (tabs[i].layout.cfg.format == MMP_PT_ARM64_S2 && tabs[i].have_pt)
+                s2 = &tabs[i];
+        int prc = s2 ? plot_layout(o.plot, s2) : -MMP_ENOENT;
+        if (prc) {
+            for (int i = 0; i < 2; i++)
+                if (tabs[i].have_pt)
+                    mmp_pt_fini(&tabs[i].pt);
+            guest_ram_release(&ram);
+            return cli_error("demo", "--plot '%s': %s", o.plot,
+                             prc == -MMP_ENOENT ? "no stage-2 table" : strerror(-prc));
+        }
     }
 
     /* 4. verification */
@@ -556,11 +692,12 @@ const struct cli_command cli_cmd_demo = {
     .name = "demo",
     .summary = "bring up one guest: clear its RAM, build its tables, verify",
     .usage =
-        "usage: mmport demo [--ram SIZE] [--threads N] [--json] [--seed N] [--samples N]\n\n"
+        "usage: mmport demo [--ram SIZE] [--threads N] [--json] [--seed N] [--samples N]\n"
+        "                   [--plot FILE]\n\n"
         "Plays a hypervisor memory manager bringing up one guest:\n"
         "  1. reserves guest RAM (hugetlbfs 2 MiB pages if reserved, else transparent\n"
         "     huge pages) and dirties it as a previous tenant would;\n"
-        "  2. clears it with mmp_clear (COLD hint, N threads, progress bar on a\n"
+        "  2. clears it with mmp_clear (COLD hint, N threads, progress on a\n"
         "     terminal), says which kernel ran and why, then compares glibc memset\n"
         "     and mmp_clear on one thread;\n"
         "  3. builds the guest's arm64 stage-2 (4K granule, 40-bit IPA, QEMU-virt-like\n"
@@ -577,6 +714,9 @@ const struct cli_command cli_cmd_demo = {
         "  --threads N   clearing threads (default: the online CPUs)\n"
         "  --json        one JSON object on stdout instead of the report\n"
         "  --seed N      seed of the sampled addresses (default 1)\n"
-        "  --samples N   random lookups per region (default 64)\n",
+        "  --samples N   random lookups per region (default 64)\n"
+        "  --plot FILE   also an SVG picture of the arm64 stage-2 table: the guest\n"
+        "                space and each region as a strip of blocks, contiguous\n"
+        "                runs, pages and holes\n",
     .run = run,
 };

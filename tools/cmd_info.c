@@ -39,10 +39,18 @@ static void print_clear(void)
     printf("\nclearing policy (%s)\n", p.source);
     printf("  %-16s %s\n", "hot", p.hot);
     printf("  %-16s %s\n", "cold", p.cold);
-    printf("  %-16s %" PRIu64 " KiB (from %s): AUTO uses %s below, %s from there\n",
-           "cold_min", p.cold_min >> 10, p.cold_min_from, p.hot, p.cold);
+    if (p.cold_min == UINT64_MAX)
+        printf("  %-16s never (from %s): AUTO always uses %s\n", "cold_min", p.cold_min_from,
+               p.hot);
+    else
+        printf("  %-16s %" PRIu64 " KiB (from %s): AUTO uses %s below, %s from there\n",
+               "cold_min", p.cold_min >> 10, p.cold_min_from, p.hot, p.cold);
     if (p.forced)
         printf("  %-16s %s (MMPORT_CLEAR)\n", "forced", p.forced);
+    if (p.forced_error)
+        printf("  %-16s %s\n", "forced: refused", p.forced_error);
+    if (p.cold_min_error)
+        printf("  %-16s %s\n", "cold_min: env", p.cold_min_error);
     printf("  %-16s %s\n", "quirk", p.quirk ? p.quirk : "(none matched)");
     if (p.quirk_why)
         printf("  %-16s %s\n", "", p.quirk_why);
@@ -110,6 +118,14 @@ static void print_table(const struct mmp_cpu_features *f)
         printf("  %-16s unknown\n", "last-level cache");
 }
 
+static void json_or_null(const char *s)
+{
+    if (s)
+        cli_json_string(stdout, s);
+    else
+        printf("null");
+}
+
 static void print_json(const struct mmp_cpu_features *f)
 {
     printf("{\"version\": ");
@@ -153,20 +169,15 @@ static void print_json(const struct mmp_cpu_features *f)
     printf("}, {\"from\": %" PRIu64 ", \"auto\": ", p.cold_min);
     cli_json_string(stdout, p.cold);
     printf("}], \"forced\": ");
-    if (p.forced)
-        cli_json_string(stdout, p.forced);
-    else
-        printf("null");
+    json_or_null(p.forced);
+    printf(", \"forced_error\": ");
+    json_or_null(p.forced_error);
+    printf(", \"forced_status\": %d, \"cold_min_error\": ", p.forced_status);
+    json_or_null(p.cold_min_error);
     printf(", \"quirk\": ");
-    if (p.quirk)
-        cli_json_string(stdout, p.quirk);
-    else
-        printf("null");
+    json_or_null(p.quirk);
     printf(", \"quirk_why\": ");
-    if (p.quirk_why)
-        cli_json_string(stdout, p.quirk_why);
-    else
-        printf("null");
+    json_or_null(p.quirk_why);
     printf(", \"source\": ");
     cli_json_string(stdout, p.source);
     printf("}");
@@ -175,16 +186,24 @@ static void print_json(const struct mmp_cpu_features *f)
 static int run(int argc, char **argv)
 {
     bool json = false, stats = false;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i]))
-            return fputs(cli_cmd_info.usage, stdout), 0;
-        if (strcmp(argv[i], "--json") == 0)
-            json = true;
-        else if (strcmp(argv[i], "--stats") == 0)
-            stats = true;
-        else
-            return cli_usage_error("info", "unknown option '%s'", argv[i]);
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"stats", no_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    cli_getopt_start();
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': return fputs(cli_cmd_info.usage, stdout), 0;
+        case 'j': json = true; break;
+        case 's': stats = true; break;
+        default: return cli_opt_error("info", c, argv, longopts);
+        }
     }
+    if ((c = cli_no_operands("info", argc, argv)))
+        return c;
     const struct mmp_cpu_features *f = mmp_cpu_features();
     if (json) {
         print_json(f);

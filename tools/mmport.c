@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* mmport: entry point and subcommand dispatch. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,36 @@ bool cli_is_help(const char *arg)
     return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
+void cli_getopt_start(void)
+{
+    optind = 0; /* glibc: full re-initialisation for the next argv */
+    opterr = 0; /* messages come from cli_opt_error() */
+}
+
+int cli_opt_error(const char *cmd, int c, char **argv, const struct option *longopts)
+{
+    const char *a = argv[optind - 1];
+    if (c == ':') {
+        if (optopt && !(a[0] == '-' && a[1] == '-'))
+            return cli_usage_error(cmd, "option requires an argument -- '%c'", optopt);
+        return cli_usage_error(cmd, "option '%.*s' requires an argument",
+                               (int)strcspn(a, "="), a);
+    }
+    if (optopt && !(a[0] == '-' && a[1] == '-'))
+        return cli_usage_error(cmd, "invalid option -- '%c'", optopt);
+    /* a long option: unknown, ambiguous, or given a value it does not take */
+    size_t n = strcspn(a + 2, "=");
+    for (const struct option *o = longopts; o->name; o++)
+        if (strlen(o->name) == n && strncmp(o->name, a + 2, n) == 0 && a[2 + n] == '=')
+            return cli_usage_error(cmd, "option '--%s' doesn't allow an argument", o->name);
+    return cli_usage_error(cmd, "unrecognized option '%s'", a);
+}
+
+int cli_no_operands(const char *cmd, int argc, char **argv)
+{
+    return optind < argc ? cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]) : 0;
+}
+
 bool cli_parse_size(const char *s, unsigned long long *out)
 {
     char *end;
@@ -92,7 +123,27 @@ static void help(FILE *out)
     fprintf(out, "\n  --version  print the version\n");
 }
 
+/* Output that could not be written (a full disk, /dev/full, a closed pipe)
+ * is an error: exit 1, as coreutils do. */
+static int finish(const char *cmd, int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int e = errno;
+        fprintf(stderr, "mmport%s%s: write error: %s\n", cmd ? " " : "", cmd ? cmd : "",
+                e ? strerror(e) : "output error");
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
+static int dispatch(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+    return finish(argc > 1 && argv[1][0] != '-' ? argv[1] : NULL, dispatch(argc, argv));
+}
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2 || cli_is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
         if (argc >= 3 && strcmp(argv[1], "help") == 0) {

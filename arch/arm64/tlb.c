@@ -3,7 +3,9 @@
  * arm64 TLB invalidation helpers (see tlb.h for who may call them).
  * TLBI operand layouts, Arm ARM D8.13 / C5.5: by VA, bits [43:0] hold
  * VA[55:12] and bits [63:48] the ASID; by IPA, bits [35:0] hold
- * IPA[47:12]. With 16K/64K granules the low operand bits are ignored.
+ * IPA[47:12] and bits [39:36] IPA[51:48] (FEAT_LPA / FEAT_LPA2: 52-bit
+ * IPAs; RES0 otherwise, where those IPA bits are 0 anyway). With 16K/64K
+ * granules the low operand bits are ignored.
  */
 #include "tlb.h"
 
@@ -19,7 +21,7 @@ static inline uint64_t va_operand(uint64_t va, uint16_t asid)
 
 static inline uint64_t ipa_operand(uint64_t ipa)
 {
-    return (ipa >> 12) & ((1ull << 36) - 1);
+    return (ipa >> 12) & ((1ull << 40) - 1);
 }
 
 /* Number of per-granule operations for [va, va+size), or 0 if too many. */

@@ -67,6 +67,15 @@ static int k_movnti(void *addr, size_t len)
 }
 
 /*
+ * A general-register build (-mgeneral-regs-only, or -mno-sse) leaves the
+ * vector kernels out: the compiler accepts no xmm clobber there, and an
+ * embedding that asks for it must not touch vector state. movnti and
+ * clzero store from general registers and stay.
+ */
+#ifdef __SSE__
+#define MMP_X86_VECTOR_KERNELS 1
+
+/*
  * Vector NT loop over 64-byte lines; VZEROUPPER after, against the SSE/AVX
  * transition penalty. The VEX vpxor clears all of zmm0/ymm0.
  */
@@ -96,6 +105,8 @@ static int k_avx512_nt(void *addr, size_t len)
     return 0;
 }
 
+#endif /* __SSE__ */
+
 /* CLZERO zeroes the cache line holding rAX (AMD APM vol. 3); emitted as bytes
  * for assemblers that predate it. */
 static int k_clzero(void *addr, size_t len)
@@ -119,8 +130,10 @@ int (*mmp_arch_clear_fn(unsigned id))(void *addr, size_t len)
     case MMP_K_REP_STOSQ: return k_rep_stosq;
     case MMP_K_UNROLLED: return k_unrolled;
     case MMP_K_MOVNTI: return k_movnti;
+#ifdef MMP_X86_VECTOR_KERNELS
     case MMP_K_AVX2_NT: return k_avx2_nt;
     case MMP_K_AVX512_NT: return k_avx512_nt;
+#endif
     case MMP_K_CLZERO: return k_clzero;
     default: return NULL;
     }

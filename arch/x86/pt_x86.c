@@ -46,7 +46,7 @@
 int mmp_core_x86_pt_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, uint64_t valid,
                           uint64_t tbl, uint64_t ign, bool physical)
 {
-    if (cfg->granule != 4096 || (cfg->flags & MMP_PT_EL2))
+    if (cfg->granule != 4096 || (cfg->flags & (MMP_PT_EL2 | MMP_PT_S2FWB)))
         return -MMP_EINVAL;
     if (cfg->va_bits != 48 && cfg->va_bits != 57)
         return -MMP_EINVAL;
@@ -69,6 +69,7 @@ int mmp_core_x86_pt_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg
     g->tbl_oa_mask = mmp_core_pt_bits(51, 12);
     g->root_bytes = 4096;
     g->root_tables = 1;
+    g->id_max = 0xfff; /* PCID, CR3 bits 11:0 */
     for (unsigned d = 0; d < nlev; d++) {
         unsigned level = nlev - d; /* 5/4 .. 1 */
         g->shift[d] = (uint8_t)(12 + 9 * (level - 1));
@@ -81,6 +82,9 @@ int mmp_core_x86_pt_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg
         g->tbl_val[d] = level > 1 ? (uint8_t)X_P : 1;
         g->oa_mask[d] = mmp_core_pt_bits(51, g->shift[d]);
     }
+    /* mmp_pt_regs ids: a PCID of 12 bits in CR3 (SDM 3A 4.10.1); none for
+     * EPT / NPT (VPID and ASID live in the VMCS / VMCB). */
+    g->id_max = physical ? 0 : 0xfff;
     return 0;
 }
 

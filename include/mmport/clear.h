@@ -25,27 +25,31 @@
  * (non-temporal stores, CLZERO or DC ZVA, for memory not touched soon);
  * MMP_CLEAR_AUTO uses the cold kernel from policy.cold_min bytes up
  * (derived from the last-level cache size). MMPORT_CLEAR_COLD_MIN=<bytes>
- * and a tuning file named by MMPORT_TUNING=<path> (written by
- * `mmport tune`) override the defaults. Environment and tuning file are
+ * (decimal, optional K/M/G suffix) and a tuning file named by
+ * MMPORT_TUNING=<path> (written by `mmport tune`; at most 16 KiB, applied
+ * whole or not at all) override the defaults; what was refused and why is
+ * in mmp_clear_policy() (`mmport info` shows it). Environment and tuning file are
  * read once, at the first call of mmp_clear(), mmp_clear_pages(),
  * mmp_clear_kernels() or mmp_clear_policy(); a bad MMPORT_CLEAR makes every
  * clearing call without opts->kernel fail (see mmp_clear()).
  *
  * Vector registers (kernel or hypervisor embeddings): the x86 kernels
- * avx2_nt and avx512_nt use vector registers (ymm0 / zmm0, and VZEROUPPER,
- * which clears bits 255:128 of every ymm register), and the policy picks
- * one of them as the default cold kernel on AVX2 / AVX-512 CPUs whenever
- * XCR0 enables that state - which any OS using AVX does. In user space
- * that is harmless (vector registers are caller-saved). Code that runs
- * with another context's vector state live - a kernel, or a hypervisor
- * between guest entries - must either save and restore that state around
- * the clearing call (as Linux does with kernel_fpu_begin/end) or force a
- * general-purpose-register kernel: opts->kernel = "movnti" (or "clzero",
- * or a hot kernel such as "rep_stosb"), or MMPORT_CLEAR=movnti (or the
- * cold kernel of a MMPORT_TUNING file). The other x86 kernels and the
- * arm64 kernels dc_zva, stnp, stp and mops use no vector registers; the
- * portable "memset" kernel is C that the compiler may vectorise unless the
- * embedding builds with general-purpose registers only.
+ * avx2_nt and avx512_nt use vector registers (ymm0 / zmm0, and VZEROUPPER),
+ * and the policy picks one of them as the default cold kernel on AVX2 /
+ * AVX-512 CPUs without CLZERO. Forcing a general-register kernel (e.g.
+ * opts->kernel = "movnti") is not enough for code that runs with another
+ * context's vector state live (a kernel, or a hypervisor between guest
+ * entries): at -O2 the compiler itself uses vector registers in the rest
+ * of the library (struct copies, zeroing). Such code either saves and
+ * restores vector state around the calls (as Linux does with
+ * kernel_fpu_begin/end) or builds mmport with -mgeneral-regs-only
+ * (./configure --enable-general-regs-only; `make check` step "genregs"
+ * verifies with objdump that no vector register appears). That build
+ * leaves the vector kernels out: mmp_clear_kernels() lists them
+ * unavailable ("left out: general-register build") and the policy never
+ * picks them. In it, the portable "memset" kernel may become a call to the
+ * environment's memset, which the policy picks only on arches without
+ * kernels of their own.
  */
 #ifndef MMPORT_CLEAR_H
 #define MMPORT_CLEAR_H
@@ -89,9 +93,14 @@ struct mmp_clear_opts {
     void *yield_arg;          /**< passed to yield */
     /**
      * Threads clearing the range, each a contiguous span (0 or 1: only the
-     * calling thread). Capped at the pages to clear; at most
-     * MMP_CLEAR_MAX_THREADS. A freestanding build (host/none) runs the spans
-     * one after another on the calling thread.
+     * calling thread); at most MMP_CLEAR_MAX_THREADS. Capped at the pages
+     * to clear and at the CPUs the calling thread may run on (its affinity
+     * mask), or at the workers of a runner (mmp_clear_set_runner()). Spans
+     * of 8 MiB and more are cut at 2 MiB boundaries (4 GiB and more: 1 GiB)
+     * so no huge page is split between threads. Hosted, the threads are a
+     * pool created at first use and reused by every later call (one call
+     * at a time uses it; a concurrent or nested call runs its spans on its
+     * own thread). A freestanding build without a runner uses one thread.
      */
     unsigned threads;
     /** Kernel name from mmp_clear_kernels(), or NULL for the policy / MMPORT_CLEAR. */
@@ -102,19 +111,42 @@ struct mmp_clear_opts {
      * error.
      */
     size_t *cleared;
+    unsigned flags; /**< MMP_CLEAR_NUMA, or 0 */
 };
+
+/**
+ * mmp_clear_opts::flags: run each span on a CPU of the NUMA node that holds
+ * its memory (hosted Linux: move_pages() finds the node of the span's first
+ * page, sched_setaffinity() moves the thread there for the span and back
+ * after). Memory not yet faulted in has no node: the span runs where it is.
+ */
+#define MMP_CLEAR_NUMA 1u
 
 /**
  * Zero len bytes at addr.
  * @return 0; -MMP_EINVAL for NULL or non-4 KiB-aligned addr, len not a
  * multiple of 4 KiB, an unknown kernel name (opts or MMPORT_CLEAR), an
- * unknown hint, a chunk that is not a multiple of 4 KiB, or threads above
- * MMP_CLEAR_MAX_THREADS; -MMP_EOVERFLOW if addr + len wraps; -MMP_ENOTSUP
+ * unknown hint, a chunk that is not a multiple of 4 KiB, threads above
+ * MMP_CLEAR_MAX_THREADS, or an unknown flag; -MMP_EOVERFLOW if addr + len wraps; -MMP_ENOTSUP
  * if the forced kernel cannot run on this CPU (it is never executed);
  * -MMP_EINTR if yield cancelled (opts->cleared says how much is zero).
  * len == 0 with a valid addr succeeds and writes nothing.
  */
 MMP_API int mmp_clear(void *addr, size_t len, const struct mmp_clear_opts *opts);
+
+/**
+ * Make len bytes at addr resident and zero in one pass, for a VMM bringing
+ * guest RAM up: each thread faults its span in (hosted Linux:
+ * MADV_POPULATE_WRITE, Linux 5.14 and later; elsewhere the clearing stores
+ * fault the pages in) and clears it. opts as for mmp_clear(): threads (the
+ * pool), chunk and yield (progress after each round, and cancellation),
+ * hint, kernel, flags. The range may be fresh (never touched) or resident.
+ * @return as mmp_clear(); and -MMP_ENOMEM if part of the range cannot be
+ * backed (not mapped, not writable, out of memory): the rounds before the
+ * failing one are resident and zero (opts->cleared says how far), the
+ * failing round may be partly populated and cleared.
+ */
+MMP_API int mmp_clear_populate(void *addr, size_t len, const struct mmp_clear_opts *opts);
 
 /**
  * Zero npages 4 KiB pages at addr with the default options (AUTO hint).
@@ -136,6 +168,26 @@ struct mmp_clear_kernel {
  * index). *n receives the count (n may be NULL). Never fails.
  */
 MMP_API const struct mmp_clear_kernel *mmp_clear_kernels(size_t *n);
+
+/** One span of a threaded round: the runner calls it once for each i in [0, n). */
+typedef void (*mmp_clear_span_fn)(void *span_arg, unsigned i);
+
+/**
+ * Runs span(span_arg, i) for every i in [0, n), on any threads, and returns
+ * when all have returned, their stores ordered before its return (a
+ * release by each worker and an acquire by the runner, as any join gives).
+ */
+typedef void (*mmp_clear_runner_fn)(void *ctx, unsigned n, mmp_clear_span_fn span,
+                                    void *span_arg);
+
+/**
+ * Runs the spans of threaded clears (opts->threads > 1) on the caller's own
+ * workers - a hypervisor's per-CPU threads, or a freestanding build's only
+ * way to clear in parallel - instead of the built-in pool. workers (0 = 1)
+ * caps opts->threads. run = NULL goes back to the built-in pool. Call it
+ * before clearing with threads, never during a clear. Never fails.
+ */
+MMP_API void mmp_clear_set_runner(mmp_clear_runner_fn run, void *ctx, unsigned workers);
 
 /** Most kernels mmp_clear_kernels() may list. */
 #define MMP_CLEAR_MAX_KERNELS 16u
@@ -173,7 +225,20 @@ struct mmp_clear_policy {
     const char *quirk;     /**< matched quirk-table row, or NULL */
     const char *quirk_why; /**< what the row says, or NULL */
     const char *forced;    /**< MMPORT_CLEAR kernel, or NULL */
-    const char *source;    /**< "table", "tuning" (file used), or "table (tuning ignored: why)" */
+    /**
+     * Why MMPORT_CLEAR is refused (unknown kernel, or one this CPU or build
+     * cannot run), or NULL; then every clear without opts->kernel fails
+     * with forced_status.
+     */
+    const char *forced_error;
+    int forced_status;     /**< 0, or -MMP_EINVAL / -MMP_ENOTSUP (see forced_error) */
+    /** Why MMPORT_CLEAR_COLD_MIN was ignored (not a size), or NULL. */
+    const char *cold_min_error;
+    /**
+     * "table", "tuning" (file used), or "table (tuning ignored: why)", why
+     * naming the line and the fault: the file is applied whole or not at all.
+     */
+    const char *source;
     uint32_t bad_hot;      /**< bit i: kernel i bad-listed for hot clears by the quirk row */
     uint32_t bad_cold;     /**< bit i: kernel i bad-listed for cold clears */
 };
@@ -203,13 +268,14 @@ struct mmp_clear_calibration {
     uint32_t mbps[MMP_CLEAR_MAX_KERNELS][MMP_CLEAR_CAL_SIZES];
     const char *hot;   /**< fastest kernel at the small sizes (cache-resident) */
     const char *cold;  /**< fastest cold kernel at the largest size */
-    uint64_t cold_min; /**< smallest size from which cold beats hot by 5% (or ~0) */
+    uint64_t cold_min; /**< smallest size from which cold beats hot by 5% (UINT64_MAX: never) */
 };
 
 /**
  * Measure every available kernel at up to MMP_CLEAR_CAL_SIZES sizes within
  * buf (4 KiB aligned, len >= 4 MiB; best results with len >= 4 x the LLC)
- * and derive hot, cold and cold_min. buf is overwritten with zeroes.
+ * and derive hot, cold and cold_min. All len bytes of buf are overwritten
+ * with zeroes (len need not be a multiple of 4 KiB).
  * @return 0; -MMP_EINVAL for bad buf/len or NULL out; -MMP_ENOSYS if the
  * host has no clock.
  */

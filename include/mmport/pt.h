@@ -87,6 +87,16 @@ enum mmp_pt_config_flag {
     /** EPT: mode-based execute control (user-execute bit 10). Not
      * implemented yet: mmp_pt_init() returns -ENOTSUP. */
     MMP_PT_EPT_MBEC = 1u << 10,
+    /**
+     * arm64 stage 2 for HCR_EL2.FWB = 1 (FEAT_S2FWB, Arm ARM D8.6.6):
+     * MemAttr[2:0] 0b110 forces Normal write-back whatever stage 1 says,
+     * 0b101 Normal non-cacheable, 0b001 Device-nGnRE, so a guest running
+     * with its caches off still sees cached data and newly mapped memory
+     * needs no clean to the point of coherency (mmp_pt_info::maint). The
+     * hypervisor sets HCR_EL2.FWB (bit 46, mmp_pt_info::hcr_set); VTCR_EL2
+     * has no FWB bit. -EINVAL for other formats.
+     */
+    MMP_PT_S2FWB = 1u << 12,
 };
 
 /** What a table looks like; fixed at creation. */
@@ -98,12 +108,25 @@ struct mmp_pt_config {
      * Input-address bits. x86-64: 48 (4-level) or 57 (5-level). arm64 stage 1:
      * 25..48 (T0SZ = 64 - va_bits), of which the engine supports those that
      * need at least two levels: 4K 25..48, 16K 26..48, 64K 30..48 (16K 25
-     * and 64K 25..29 give -ENOTSUP). Stage 2: the IPA size, 32..48, every
-     * granule; the starting level and root concatenation follow VTCR_EL2
-     * rules (64K with IPA 32/33 starts at level 2 with an 8/16-entry root).
+     * and 64K 25..29 give -ENOTSUP); up to 52 with 4K/16K and pa_bits = 52
+     * (FEAT_LPA2; 4K above 48 starts at level -1) and with 64K (FEAT_LVA,
+     * any pa_bits). Stage 2: the IPA size, 32..48, every granule; up to 52
+     * with pa_bits = 52 (the IPA may not be wider than the PA); the
+     * starting level and root concatenation follow VTCR_EL2 rules (64K
+     * with IPA 32/33 starts at level 2 with an 8/16-entry root; 4K with a
+     * 49..52-bit IPA at level 0 with 2..16 concatenated tables, Arm ARM
+     * D8.2.8.2 table D8-21, as KVM does, never at level -1).
      */
     uint32_t va_bits;
-    /** Output-address bits; 0 = the format's maximum (52 x86-64, 48 arm64). */
+    /**
+     * Output-address bits; 0 = the format's maximum (52 x86-64, 48 arm64).
+     * arm64: 32..48, or 52, which selects the 52-bit descriptor layouts
+     * (Arm ARM D8.3.1): FEAT_LPA2 for 4K and 16K (TCR_ELx.DS /
+     * VTCR_EL2.DS = 1: OA[51:50] in descriptor bits 9:8, shareability from
+     * TCR/VTCR SH0; 4K level-0 512 GiB and 16K level-1 64 GiB blocks) and
+     * FEAT_LPA for 64K (OA[51:48] in bits 15:12; 4 TiB level-1 blocks).
+     * Other values: -EINVAL.
+     */
     uint32_t pa_bits;
     uint32_t flags; /**< enum mmp_pt_config_flag */
     /**
@@ -112,6 +135,15 @@ struct mmp_pt_config {
      * 0 = the default, 4; at most 8.
      */
     uint32_t flush_ranges;
+    /**
+     * Largest leaf the table uses, in bytes: 0 = no limit; otherwise a
+     * power of two >= the granule (else -EINVAL). Blocks larger than it
+     * are not used, nor contiguous runs whose total size is larger (16 x
+     * 2 MiB = 32 MiB counts as larger than a 2 MiB limit: one TLB entry
+     * would cover it). E.g. 2 MiB for a vCPU model with 2 MiB but no 1 GiB
+     * pages (QEMU's qemu64), where MMP_PT_NO_BLOCKS would drop both.
+     */
+    uint64_t max_leaf;
 };
 
 /** Permissions (low bits of an attribute word). */
@@ -163,7 +195,7 @@ struct mmp_pt_ops {
      * before any new entry for the range is written. May be NULL (no-op).
      */
     void (*tlb_flush)(void *ctx, uint64_t va, uint64_t size, unsigned flags);
-    void *ctx;
+    void *ctx; /**< passed as the first argument of every hook */
 };
 
 /** One leaf translation, as lookup and walk report it. */
@@ -199,7 +231,7 @@ struct mmp_pt_stats {
  * its contents are private. mmp_pt_create() allocates one for hosted use.
  */
 struct mmp_pt {
-    uint64_t opaque[64];
+    uint64_t opaque[80];
 };
 
 /**
@@ -208,9 +240,11 @@ struct mmp_pt {
  * pa == va, no-op flush); a freestanding build returns -EINVAL for NULL.
  * Errors: -EINVAL (NULL pt/cfg, unknown format or config flag, an EPT
  * flag on another format, bad granule, va_bits or pa_bits out of the
- * format's range, flush_ranges > 8, ops without alloc_table/free_table);
- * -ENOTSUP (granule and level combination the format lacks,
- * MMP_PT_EPT_MBEC); -ENOMEM (root allocation failed).
+ * format's range or a 52-bit combination the architecture lacks,
+ * flush_ranges > 8, max_leaf not a power of two >= the granule, ops
+ * without alloc_table/free_table); -ENOTSUP (granule and level
+ * combination the format lacks, MMP_PT_EPT_MBEC); -ENOMEM (root
+ * allocation failed).
  */
 MMP_API int mmp_pt_init(struct mmp_pt *pt, const struct mmp_pt_config *cfg,
                         const struct mmp_pt_ops *ops);
@@ -305,6 +339,46 @@ struct mmp_pt_info {
     uint64_t mair;        /**< arm64 stage 1: the MAIR_ELx the AttrIndx values assume */
     uint64_t block_sizes; /**< bit n set: a leaf of 2^n bytes exists (pages included) */
     uint64_t cont_sizes;  /**< bit n set: a contiguous run of 2^n bytes exists */
+    /**
+     * Cache maintenance the caller owes after mapping (enum mmp_pt_maint):
+     * what KVM's dcache_clean_inval_poc / icache_inval_pou hooks do. Only
+     * arm64 stage 2 needs any.
+     */
+    uint32_t maint;
+    /** CPU features the layout needs (enum mmp_pt_feature); 0 = none. */
+    uint32_t features;
+    /** arm64 stage 2: HCR_EL2 bits that must be set (FWB, bit 46, with MMP_PT_S2FWB). */
+    uint64_t hcr_set;
+    /** mmp_pt_config::max_leaf (0 = no limit). */
+    uint64_t max_leaf;
+};
+
+/** mmp_pt_info::maint bits. */
+enum mmp_pt_maint {
+    /**
+     * Clean and invalidate newly mapped Normal cacheable memory to the
+     * point of coherency before the guest can use it: a guest running with
+     * its stage-1 MMU or caches off reads memory, not the caches (Arm ARM
+     * D8.6.5.1, stage 2 without FWB; not needed with MMP_PT_S2FWB).
+     */
+    MMP_PT_MAINT_DCACHE_CLEAN = 1u << 0,
+    /**
+     * Invalidate the instruction cache to the point of unification for
+     * newly mapped executable memory (unless CTR_EL0.DIC = 1), with or
+     * without FWB.
+     */
+    MMP_PT_MAINT_ICACHE_INVAL = 1u << 1,
+};
+
+/** mmp_pt_info::features bits: what the CPU must implement for the table. */
+enum mmp_pt_feature {
+    /** FEAT_LPA2: ID_AA64MMFR0_EL1.TGran4 = 0b0001 / TGran16 = 0b0010 (stage 2:
+     * TGran4_2 / TGran16_2 = 0b0011) and PARange = 0b0110 (52 bits). */
+    MMP_PT_FEAT_LPA2 = 1u << 0,
+    /** FEAT_LPA: ID_AA64MMFR0_EL1.PARange = 0b0110 with the 64K granule. */
+    MMP_PT_FEAT_LPA = 1u << 1,
+    /** FEAT_LVA: ID_AA64MMFR2_EL1.VARange = 0b0001 (64K stage 1, va_bits > 48). */
+    MMP_PT_FEAT_LVA = 1u << 2,
 };
 
 /** Describe @p pt. Errors: -EINVAL (NULL argument). */

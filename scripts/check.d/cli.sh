@@ -81,7 +81,6 @@ else
     ko "ptdump overlapping maps: exit $rc (want 1), stderr: $(cat "$tmp/err")"
 fi
 
-# ptdump: the leaves follow from alignment.
 expect() { # expect <description> <grep -E pattern>...
     d=$1; shift
     for pat in "$@"; do
@@ -89,6 +88,105 @@ expect() { # expect <description> <grep -E pattern>...
     done
     ok "$d"
 }
+
+# Usage errors name the argument and the reason (GNU getopt_long style).
+says() { # says <pattern> <args...>: a usage error whose message matches
+    pat=$1; shift
+    run "$@"
+    if [ $rc = 2 ] && grep -q -- "$pat" "$tmp/err" && [ ! -s "$tmp/out" ]; then
+        ok "mmport $*: '$(cat "$tmp/err")'"
+    else
+        ko "mmport $*: exit $rc, stderr '$(cat "$tmp/err")' (want 2 and '$pat')"
+    fi
+}
+says "--map '0x1001:0:4K': VA 0x1001 is not aligned to the 4096-byte granule" ptdump --map 0x1001:0:4K
+says "PA 0x800 is not aligned" ptdump --format x86-64 --map 0:0x800:4K
+says "SIZE 0x1800 is not aligned to the 65536-byte granule" ptdump --format arm64-64k --map 0:0:0x1800
+says "unknown attribute in 'zz'" ptdump --map 0x1000:0x1000:4K:zz
+says "nothing to dump" ptdump
+says "nothing to dump" ptdump --format x86-64
+says "--ram '3M': out of range 4M..256G" demo --ram=3M
+says "--ram '5M': not a multiple of 2M" demo --ram 5M
+says "option '--ram' requires an argument" demo --ram
+says "unrecognized option '--rams=4M'" demo --rams=4M
+says "option '--json' doesn't allow an argument" info --json=yes
+says "unexpected argument 'extra'" info extra
+says "option requires an argument -- 'o'" tune -o
+says "invalid option -- 'q'" tune -q
+says "--size 'big': not a size" tune --size=big
+says "--mode needs --pattern vmalloc" bench map --mode lazy
+says "--pages '3': want 1, 4, 16, 64, 256 or 512" bench map --pattern vmalloc --pages 3
+says "--heap does not apply to --pattern vmalloc" bench map --pattern vmalloc --heap
+says "--sizes: '3K' is not a multiple of 4K" bench clear --sizes=4K,3K
+says "--reps '0': want 1..100" bench clear --reps 0
+run info --json --
+[ $rc = 0 ] && python3 -m json.tool "$tmp/out" > /dev/null && ok "info --json --: '--' ends the options" ||
+    ko "info --json --: exit $rc $(cat "$tmp/err")"
+run tune -ho x
+[ $rc = 0 ] && grep -q '^usage: mmport tune' "$tmp/out" && ok "tune -ho x: bundled short options (-h first)" ||
+    ko "tune -ho x: exit $rc $(cat "$tmp/err")"
+
+# Output that cannot be written is an error.
+for a in "info" "info --json" "ptdump --map 0:0:4K" "help"; do
+    # shellcheck disable=SC2086
+    "$M" $a > /dev/full 2> "$tmp/err"; rc=$?
+    [ $rc = 1 ] && grep -q 'write error' "$tmp/err" && ok "mmport $a > /dev/full: exit 1, '$(cat "$tmp/err")'" ||
+        ko "mmport $a > /dev/full: exit $rc, '$(cat "$tmp/err")'"
+done
+
+# bench map --mode M: the ratios against modes not run are '-', not a
+# placeholder divided by a time.
+run bench map --pattern=vmalloc --mode=lazy --pages=4 --format=x86-64 --reps=1
+if [ $rc = 0 ] && grep -Eq '^x86-64 +4 lazy .* +- +-$' "$tmp/out" && ! grep -q 'e+\|[0-9]\{12\}' "$tmp/out"; then
+    ok "bench map --mode lazy: no ratio against modes not measured"
+else
+    ko "bench map --mode lazy: exit $rc: $(cat "$tmp/out" "$tmp/err")"
+fi
+# Tables fit 100 columns.
+run bench clear --quick --sizes 4K,64K
+w=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$tmp/out")
+[ $rc = 0 ] && [ "$w" -le 100 ] && ok "bench clear table: $w columns (<= 100)" ||
+    ko "bench clear: exit $rc, $w columns: $(head -5 "$tmp/out")"
+
+# ptdump --json and --image.
+run ptdump --format x86-64 --json --map 0:0:2M --map 0x200000:0x400000:8K:rx
+if [ $rc = 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["regions"]
+assert d["format"] == "x86-64" and d["levels"] == 4, d
+assert [(x["va"], x["pa"], x["size"], x["kind"], x["leaf_size"], x["prot"]) for x in r] == [(0, 0, 2<<20, "block", 2<<20, "rw---"), (0x200000, 0x400000, 8192, "page", 4096, "r-x--")], r
+assert d["usage"]["blocks"] == 1 and d["usage"]["pages"] == 2, d' "$tmp/out"; then
+    ok "ptdump --json: geometry, regions (a 2M block, two 4K pages) and usage"
+else
+    ko "ptdump --json: exit $rc: $(head -c 400 "$tmp/out") $(cat "$tmp/err")"
+fi
+# A raw image of x86-64 tables at physical 0x100000.. (Intel SDM 3A 4.5:
+# P=1, R/W=2, U/S=4, PS=0x80 in a PDE, XD=bit 63): PML4 at 0x101000 ->
+# PDPT 0x102000 -> PD 0x103000: PD[0] a 2M page at 0x40000000 (rwx),
+# PD[1] -> PT 0x104000 with two 4K pages at 0x50000000 (read-only, XD);
+# PML4[511] points outside the image.
+python3 - "$tmp/img" <<'PY'
+import struct, sys
+img = bytearray(0x5000)
+def put(pa, idx, val): struct.pack_into("<Q", img, pa - 0x100000 + 8 * idx, val)
+put(0x101000, 0, 0x102000 | 3); put(0x101000, 511, 0x7f000000 | 3)
+put(0x102000, 0, 0x103000 | 3)
+put(0x103000, 0, 0x40000000 | 0x80 | 3)
+put(0x103000, 1, 0x104000 | 3)
+put(0x104000, 0, 0x50000000 | 1 | (1 << 63)); put(0x104000, 1, 0x50001000 | 1 | (1 << 63))
+open(sys.argv[1], "wb").write(img)
+PY
+run ptdump --image "$tmp/img" --base 0x100000 --root 0x101000 --format x86-64
+expect "ptdump --image: decodes a raw x86-64 image (2M page, two 4K pages, a pointer outside)" \
+    '^0x0000000000000000-0x00000000001fffff -> 0x0000040000000 2M block\(2M L2\) rwx-- normal-wb$' \
+    '^0x0000000000200000-0x0000000000201fff -> 0x0000050000000 8K page\(4K L1\) r---- normal-wb$' \
+    '^note: 1 table pointer outside the image'
+run ptdump --image "$tmp/img" --base 0x100000 --root 0x101000 --format x86-64 --json
+[ $rc = 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["regions"]) == 2 and d["pointers_outside_image"] == 1 and d["root"] == 0x101000, d' "$tmp/out" &&
+    ok "ptdump --image --json: 2 regions, root 0x101000, 1 pointer outside" || ko "ptdump --image --json: $(cat "$tmp/out" "$tmp/err")"
+says "--root 0x50000: outside the image" ptdump --image "$tmp/img" --base 0x100000 --root 0x50000 --format x86-64
+says "--image needs --root" ptdump --image "$tmp/img"
+says "--root 0x101800: not aligned" ptdump --image "$tmp/img" --base 0x100000 --root 0x101800
+
+# ptdump: the leaves follow from alignment.
 run ptdump --format arm64-4k --map 0x40000000:0x80000000:4M --map 0x9000000:0x9000000:64K:rw,device
 [ $rc = 0 ] || ko "ptdump arm64-4k: exit $rc: $(cat "$tmp/err")"
 expect "ptdump arm64-4k: 2M blocks for 4M, one contiguous run for 64K device" \
@@ -116,7 +214,7 @@ expect "ptdump arm64-s2-4k --no-blocks: 2M as contiguous runs" \
     '2M cont\(4K L3\)' '512 pages, 32 contiguous runs, 0 blocks'
 
 # The demo, small: verification passes, text and JSON.
-run demo --ram 64M
+run demo --ram=64M
 if [ $rc = 0 ] && grep -q '^verification passed' "$tmp/out"; then
     ok "demo --ram 64M: $(grep -c 'all as laid out' "$tmp/out") tables as laid out, RAM zero"
 else
@@ -129,6 +227,93 @@ if [ $rc = 0 ] && python3 -m json.tool "$tmp/out" > /dev/null &&
 else
     ko "demo --json: exit $rc: $(head -c 300 "$tmp/out") $(cat "$tmp/err")"
 fi
+
+# Progress: nothing when stderr is not a terminal; on a terminal (script(1))
+# a line redrawn in place at most ~10 times a second after 0.5 s, erased
+# before the results.
+run demo --ram 64M --threads 1
+[ ! -s "$tmp/err" ] && ok "demo piped: nothing on stderr (no progress off a terminal)" ||
+    ko "demo piped: stderr: $(head -c 200 "$tmp/err")"
+if command -v script > /dev/null; then
+    t0=$(date +%s.%N)
+    script -qfc "$M bench clear --quick --sizes 4K,64M,256M --reps 3" /dev/null > "$tmp/tty" 2>&1
+    t1=$(date +%s.%N)
+    draws=$(tr '\r' '\n' < "$tmp/tty" | grep -c '^  bench clear \[')
+    secs=$(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }')
+    if [ "$draws" -ge 1 ] && awk -v d="$draws" -v s="$secs" 'BEGIN { exit !(d <= 10 * s + 1) }' &&
+        grep -q "$(printf '\r\033\[K')" "$tmp/tty"; then
+        ok "bench clear on a terminal: $draws redraws in $secs s (<= 10/s), line erased"
+    else
+        ko "bench clear on a terminal: $draws redraws in $secs s: $(tr '\r' '\n' < "$tmp/tty" | head -5)"
+    fi
+else
+    echo "SKIP: progress on a terminal: no script(1)"; skip=$((skip + 1))
+fi
+
+# SVG pictures: well-formed XML with the expected series / strips.
+run bench clear --quick --sizes 4K,64K,2M --reps 1 --plot "$tmp/clear.svg"
+if [ $rc = 0 ] && python3 - "$tmp/clear.svg" "$tmp/out" <<'PY'
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == ns + "svg", root.tag
+groups = list(root.iter(ns + "g"))
+series = [g.get("data-name") for g in groups if g.get("class") == "series"]
+markers = [g.get("data-name") for g in groups if g.get("class") == "marker"]
+rows = [l.split()[0] for l in open(sys.argv[2]) if l[:1].isalpha() and len(l.split()) == 4 and l.split()[1][0].isdigit() and not l.startswith("method")]
+assert set(rows) <= set(series) and len(series) >= 4, (rows, series)
+for g in groups:
+    if g.get("class") == "series":
+        pts = g.find(ns + "polyline").get("points").split()
+        assert len(pts) == 3, (g.get("data-name"), pts)
+assert any(m.startswith("cold_min") for m in markers), markers
+print(len(series), "series", markers)
+PY
+then ok "bench clear --plot: valid SVG, a 3-point line per method of the table, cold_min marked"
+else
+    ko "bench clear --plot: exit $rc $(cat "$tmp/err")"
+fi
+run bench map --pattern vmalloc --flush noop --format x86-64 --pages 16 --reps 1 --plot "$tmp/map.svg"
+if [ $rc = 0 ] && python3 - "$tmp/map.svg" <<'PY'
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+series = {g.get("data-name"): g for g in root.iter(ns + "g") if g.get("class") == "series"}
+assert sorted(series) == ["x86-64 eager", "x86-64 lazy", "x86-64 naive"], sorted(series)
+for g in series.values():
+    assert len(g.find(ns + "polyline").get("points").split()) == 1
+PY
+then ok "bench map --pattern vmalloc --plot: valid SVG, one line per mode"
+else
+    ko "bench map --plot: exit $rc $(cat "$tmp/err")"
+fi
+says "--plot needs --pattern vmalloc" bench map --plot "$tmp/x.svg"
+run demo --ram 64M --threads 1 --plot "$tmp/demo.svg"
+if [ $rc = 0 ] && python3 - "$tmp/demo.svg" <<'PY'
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+strips = [g for g in root.iter(ns + "g") if g.get("class") == "strip"]
+assert len(strips) >= 3 and strips[0].get("data-name").startswith("guest space"), [g.get("data-name") for g in strips]
+kinds = set()
+for g in strips:
+    rects = [r for r in g.findall(ns + "rect") if r.get("class")]
+    frame = [r for r in g.findall(ns + "rect") if not r.get("class")][0]
+    kinds |= {r.get("class") for r in rects}
+    # the extents tile the strip: widths add up to the frame
+    total = sum(float(r.get("width")) for r in rects)
+    assert abs(total - float(frame.get("width"))) < 0.5 * len(rects) + 1, (g.get("data-name"), total)
+assert {"block", "hole"} <= kinds and kinds <= {"block", "run", "page", "hole"}, kinds
+print(len(strips), "strips", sorted(kinds))
+PY
+then ok "demo --plot: valid SVG, the guest space and every region as strips of block/run/page/hole"
+else
+    ko "demo --plot: exit $rc $(cat "$tmp/err")"
+fi
+run bench clear --sizes 4K --reps 1 --plot /nonexistent/x.svg
+[ $rc = 1 ] && grep -q "^mmport bench clear: --plot '/nonexistent/x.svg': No such file" "$tmp/err" && [ ! -s "$tmp/out" ] &&
+    ok "bench clear --plot <unwritable>: exit 1 before measuring, '$(cat "$tmp/err")'" ||
+    ko "bench clear --plot <unwritable>: exit $rc, $(cat "$tmp/err") $(head -2 "$tmp/out")"
 
 # JSON from info.
 for a in "info --json" "info --json --stats"; do

@@ -43,7 +43,8 @@ run() {
     log=$out/logs/run-$label.log
     timeout ${RUN_TIMEOUT:-60} "$@" > "$log" 2>&1 < /dev/null
     rc=$?
-    tr -d '\r' < "$log" | grep -E '^(PASS|FAIL|SKIP): ' | sed "s|^\([A-Z]*\): |\1: $label: |"
+    tr -d '\r' < "$log" | grep -E '^(PASS|FAIL|SKIP): |^note: [0-9]+ translations compared' |
+        sed "s|^\([A-Za-z]*\): |\1: $label: |"
     # second-stage payloads say how many translations they compared
     tr -d '\r' < "$log" | grep -E '^translations compared: ' | sed "s|^|$label: |"
     np=$(grep -c '^PASS: ' "$log") nf=$(grep -c '^FAIL: ' "$log") ns=$(grep -c '^SKIP: ' "$log")

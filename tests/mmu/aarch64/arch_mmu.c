@@ -37,7 +37,9 @@ static void add(struct pl_target *t, int *n, int max, unsigned granule, unsigned
     x->cfg.format = s2 ? MMP_PT_ARM64_S2 : MMP_PT_ARM64_S1;
     x->cfg.granule = granule;
     x->cfg.va_bits = va_bits;
-    x->cfg.pa_bits = 0;
+    /* The CPU's PA size (at most 48 bits here): mmp_pt_regs() derives
+     * TCR_ELx.IPS / VTCR_EL2.PS from it. */
+    x->cfg.pa_bits = (unsigned[]){ 32, 36, 40, 42, 44, 48 }[(pl_tcr_ips() >> 32) & 7];
     x->cfg.flags = 0;
     x->window = 0x4000000000ull; /* 256 GiB */
     x->far_va = (1ull << va_bits) - 4ull * granule;
@@ -54,6 +56,73 @@ static void add(struct pl_target *t, int *n, int max, unsigned granule, unsigned
         x->prot_mask = MMP_PROT_READ | MMP_PROT_WRITE | MMP_PROT_EXEC;
         x->arch_flags = F_S2;
     }
+}
+
+/*
+ * 52-bit layouts (pa_bits = 52), when the CPU has them; otherwise a SKIP
+ * line with the ID register field that says why. ID_AA64MMFR0_EL1
+ * (D24.2.80): PARange [3:0] 0b0110 = 52 bits; TGran4 [31:28] 0b0001 and
+ * TGran16 [23:20] 0b0010 = the granule with FEAT_LPA2; stage 2 TGran4_2
+ * [43:40] / TGran16_2 [35:32] 0b0011 = with 52 bits, 0b0000 = as stage 1.
+ * ID_AA64MMFR2_EL1.VARange [19:16] 0b0001 = FEAT_LVA (64K 52-bit VA).
+ */
+static int lpa_targets(struct pl_target *t, int n, int max, uint64_t mmfr0, int s2)
+{
+    unsigned parange = mmfr0 & 0xf, tg4 = (mmfr0 >> 28) & 0xf, tg16 = (mmfr0 >> 20) & 0xf;
+    unsigned tg64 = (mmfr0 >> 24) & 0xf;
+    unsigned tg4_2 = (mmfr0 >> 40) & 0xf, tg16_2 = (mmfr0 >> 32) & 0xf;
+    unsigned varange = (pl_read_sysreg(id_aa64mmfr2_el1) >> 16) & 0xf;
+    int lpa2_4 = tg4 == 1 && (!s2 || tg4_2 == 3 || tg4_2 == 0);
+    int lpa2_16 = tg16 == 2 && (!s2 || tg16_2 == 3 || tg16_2 == 0);
+    static const struct {
+        unsigned granule, s2;
+        const char *name;
+    } l[] = {
+        { 4096, 0, "arm64 4K LPA2, 52-bit VA and PA (5 levels, from level -1)" },
+        { 16384, 0, "arm64 16K LPA2, 52-bit VA and PA" },
+        { 65536, 0, "arm64 64K LPA + LVA, 52-bit VA and PA" },
+        { 4096, 1, "arm64 S2 4K LPA2, 52-bit IPA and PA (level 0, 16 tables)" },
+        { 16384, 1, "arm64 S2 16K LPA2, 48-bit IPA, 52-bit PA" },
+        { 65536, 1, "arm64 S2 64K LPA, 52-bit IPA and PA" },
+    };
+    for (unsigned i = 0; i < PL_ARRAY_SIZE(l); i++) {
+        if (l[i].s2 != (unsigned)s2)
+            continue;
+        const char *why = 0;
+        if (parange != 6)
+            why = "ID_AA64MMFR0_EL1.PARange != 0b0110: no 52-bit physical addresses";
+        else if (l[i].granule == 4096 && !lpa2_4)
+            why = s2 ? "ID_AA64MMFR0_EL1.TGran4/TGran4_2: no FEAT_LPA2 at stage 2"
+                     : "ID_AA64MMFR0_EL1.TGran4 != 0b0001: no FEAT_LPA2";
+        else if (l[i].granule == 16384 && !lpa2_16)
+            why = s2 ? "ID_AA64MMFR0_EL1.TGran16/TGran16_2: no FEAT_LPA2 at stage 2"
+                     : "ID_AA64MMFR0_EL1.TGran16 != 0b0010: no FEAT_LPA2";
+        else if (l[i].granule == 65536 && tg64 == 0xf)
+            why = "ID_AA64MMFR0_EL1.TGran64 = 0xf: no 64K granule";
+        else if (l[i].granule == 65536 && !s2 && varange != 1)
+            why = "ID_AA64MMFR2_EL1.VARange != 0b0001: no FEAT_LVA";
+        if (why) {
+            pl_skip(why, "%s", l[i].name);
+            continue;
+        }
+        if (n >= max) {
+            pl_skip("more targets than the payload's table holds", "%s", l[i].name);
+            continue;
+        }
+        /* Stage 2: a 52-bit IPA space, of which EL1's boot map reaches the
+         * first 512 GiB, where the scenarios work (add() sets that up).
+         * 16K: 48 bits (level 1, 2 tables); a 52-bit IPA starts at level 0
+         * (SL0 = 3), which QEMU 7.2's stage-2 walker refuses (its
+         * check_s2_mmu_setup rejects every 16K level-0 start). */
+        unsigned ipa = s2 && l[i].granule == 16384 ? 48 : 52;
+        add(t, &n, max, l[i].granule, ipa, l[i].name);
+        t[n - 1].cfg.pa_bits = 52;
+    }
+    if (s2 && lpa2_16 && parange == 6)
+        pl_skip("QEMU 7.2 refuses a 16K stage-2 walk starting at level 0 (VTCR_EL2.SL0 = 3, "
+                "Arm ARM table D8-30 allows it with DS = 1)",
+                "arm64 S2 16K LPA2, 52-bit IPA");
+    return n;
 }
 
 int pl_arch_targets(struct pl_target *t, int max)
@@ -95,10 +164,12 @@ int pl_arch_targets(struct pl_target *t, int max)
         add(t, &n, max, 4096, 39, "arm64 4K 39-bit, NO_BLOCKS");
         t[n - 1].cfg.flags = MMP_PT_NO_BLOCKS;
     }
+    n = lpa_targets(t, n, max, mmfr0, 0);
     if (!pl_el2) {
         pl_printf("note: entered at EL1: no stage-2 tables\n");
         return n;
     }
+    n = lpa_targets(t, n, max, mmfr0, 1);
     /* Stage 2 (VTTBR_EL2): IPA sizes with and without a concatenated root;
      * the IPA may not exceed the PA size (TCR IPS). */
     unsigned pa = (unsigned[]){ 32, 36, 40, 42, 44, 48 }[(pl_tcr_ips() >> 32) & 7];
@@ -188,16 +259,15 @@ static uint64_t el2_at(uint64_t va, uint64_t write, uint64_t el2)
     return pl_read_sysreg(par_el1);
 }
 
-/* Runs at EL2: EL2 stage 1 on with (tcr, ttbr0), or off (tcr == 0). */
-static uint64_t el2_s1(uint64_t tcr, uint64_t ttbr0, uint64_t c)
+/* Runs at EL2: EL2 stage 1 on with (tcr, ttbr0, mair), or off (tcr == 0). */
+static uint64_t el2_s1(uint64_t tcr, uint64_t ttbr0, uint64_t mair)
 {
-    (void)c;
     uint64_t sctlr = pl_read_sysreg(sctlr_el2) & ~1ull;
     pl_write_sysreg(sctlr_el2, sctlr);
     __asm__ volatile("isb" ::: "memory");
     if (!tcr)
         return 0;
-    pl_write_sysreg(mair_el2, pl_mair);
+    pl_write_sysreg(mair_el2, mair);
     pl_write_sysreg(tcr_el2, tcr);
     pl_write_sysreg(ttbr0_el2, ttbr0);
     __asm__ volatile("isb\n\ttlbi alle2\n\tdsb nsh\n\tisb" ::: "memory");
@@ -220,43 +290,34 @@ static int el2_s1_on;
 int pl_arch_activate(const struct pl_target *t, const struct mmp_pt *pt)
 {
     struct mmp_pt_info info;
-    if (mmp_pt_info(pt, &info))
+    struct mmp_pt_regs r;
+    if (mmp_pt_info(pt, &info) || mmp_pt_regs(pt, 0, &r))
         return -1;
-    if (info.t0sz != 64 - t->cfg.va_bits) {
-        pl_printf("  mmp_pt_info: T0SZ %u, want %u\n", info.t0sz, 64 - t->cfg.va_bits);
-        return -1;
-    }
-    /* Stage 1: the AttrIndx values the encoder writes assume this MAIR. */
-    if (!(t->arch_flags & F_S2) && info.mair != pl_mair) {
-        pl_printf("  mmp_pt_info: MAIR %lx, the payload loads %lx\n", info.mair, pl_mair);
+    if (info.t0sz != 64 - t->cfg.va_bits || (r.tcr & 0x3f) != info.t0sz) {
+        pl_printf("  mmp_pt_info / regs: T0SZ %u / %lu, want %u\n", info.t0sz, r.tcr & 0x3f,
+                  64 - t->cfg.va_bits);
         return -1;
     }
-    uint64_t tg0 = t->cfg.granule == 4096 ? 0 : t->cfg.granule == 65536 ? 1 : 2;
-    uint64_t ps = (pl_tcr_ips() >> 32) & 7;
+    /* Stage 1: the AttrIndx values the encoder writes assume this MAIR;
+     * the payload's own checks (PAR.ATTR) use the same layout. */
+    if (!(t->arch_flags & F_S2) && (info.mair != pl_mair || r.mair != pl_mair)) {
+        pl_printf("  mmp_pt_info/regs: MAIR %lx / %lx, the payload expects %lx\n", info.mair,
+                  r.mair, pl_mair);
+        return -1;
+    }
+    /* TCR_EL2 / VTCR_EL2 / TCR_EL1 and TTBR from mmp_pt_regs() (their
+     * fields are unit-tested against the Arm ARM in tests/test_pt_lpa2.c). */
     if (t->arch_flags & F_EL2) {
-        /* TCR_EL2 (E2H = 0, D19.2.140): T0SZ, IRGN0/ORGN0 WBWA, SH0 inner,
-         * TG0 [15:14], PS [18:16], RES1 bits 31 and 23. */
-        uint64_t tcr = info.t0sz | (1u << 8) | (1u << 10) | (3u << 12) | (tg0 << 14) |
-                       (ps << 16) | (1ull << 23) | (1ull << 31);
-        pl_el2_call(el2_s1, tcr, mmp_pt_root(pt), 0);
+        pl_el2_call(el2_s1, r.tcr, r.root, r.mair);
         el2_s1_on = 1;
         return 0;
     }
     if (t->arch_flags & F_S2) {
-        /* VTCR_EL2 (D19.2.152): T0SZ, SL0 [7:6], IRGN0/ORGN0 WBWA, SH0 inner,
-         * TG0 [15:14], PS [18:16], RES1 bit 31. */
-        uint64_t vtcr = info.t0sz | ((uint64_t)info.sl0 << 6) | (1u << 8) | (1u << 10) |
-                        (3u << 12) | (tg0 << 14) | (ps << 16) | (1ull << 31);
-        pl_el2_call(el2_stage2, vtcr, mmp_pt_root(pt), 1);
+        pl_el2_call(el2_stage2, r.tcr, r.root, 1);
         stage2_on = 1;
         return 0;
     }
-    /* TCR_EL1 (D19.2.139): T0SZ, IRGN0/ORGN0 = WBWA, SH0 = inner,
-     * TG0 (4K 0b00, 64K 0b01, 16K 0b10), EPD1 (no TTBR1 walks) with a
-     * valid TG1 (4K = 0b10), IPS. */
-    uint64_t tcr = (64 - t->cfg.va_bits) | (1u << 8) | (1u << 10) | (3u << 12) | (tg0 << 14) |
-                   (1ull << 23) | (2ull << 30) | pl_tcr_ips();
-    pl_mmu_switch(pl_mair, tcr, mmp_pt_root(pt), pl_boot_sctlr);
+    pl_mmu_switch(r.mair, r.tcr, r.root, pl_boot_sctlr);
     return 0;
 }
 
@@ -282,14 +343,21 @@ void pl_arch_tlb_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
         mmp_arch_tlbi_el1_range(va, size, gshift(t), 0, (flags & MMP_FLUSH_LEAF) != 0);
 }
 
-/* PAR_EL1 (D19.2.100): F [0]; on fault FST [6:1]; else SH [8:7],
- * PA [47:12], ATTR [63:56]. Fault status codes: 0b0001LL translation,
+/* PAR_EL1 (D24.2.142): F [0]; on fault FST [6:1]; else SH [8:7],
+ * PA [47:12] and, with FEAT_LPA, PA[51:48] in [51:48], ATTR [63:56]. Fault status codes: 0b0001LL translation,
  * 0b0010LL access flag, 0b0011LL permission. */
 #define PAR_F 1ull
-#define PAR_FST(p) (((p) >> 1) & 0x3c)
+/* The fault class of a status code: 0b0001LL etc., or, for the level -1
+ * of FEAT_LPA2, 0b101011 translation fault (ESR_ELx ISS, D24.2.45), which
+ * counts as FS_TRANS here. */
+static unsigned fs_class(unsigned fsc)
+{
+    return fsc == 0x2b ? 0x04 : fsc & 0x3c;
+}
+#define PAR_FST(p) fs_class((unsigned)((p) >> 1) & 0x3f)
 #define FS_TRANS 0x04
 #define FS_PERM 0x0c
-#define PA_BITS 0x0000fffffffff000ull
+#define PA_BITS 0x000ffffffffff000ull
 
 static const uint8_t mair_of_mem[3] = { 0xff, 0x44, 0x04 };
 
@@ -327,7 +395,7 @@ static int probe(const struct pl_target *t, int kind, uint64_t va, uint64_t valu
 
 static int abort_is(const struct pl_probe *p, unsigned ec, unsigned fs, uint64_t far)
 {
-    return ESR_EC(p->esr) == ec && (ESR_FSC(p->esr) & 0x3c) == fs && p->far == far;
+    return ESR_EC(p->esr) == ec && fs_class(ESR_FSC(p->esr)) == fs && p->far == far;
 }
 
 int pl_arch_check(const struct pl_target *t, uint64_t va, const struct pl_expect *e, int real)

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SVG pictures the mmport command draws itself (no plotting dependency):
+ * a line chart with a log-2 x axis (bench clear --plot) and horizontal
+ * strips of coloured extents (demo --plot). Every series / strip is a
+ * <g class="series|strip" data-name="..."> so tests can find it.
+ */
+#ifndef MMPORT_TOOLS_PLOT_SVG_H
+#define MMPORT_TOOLS_PLOT_SVG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct svg_series {
+    const char *name;
+    size_t n;
+    const double *x, *y; /* x > 0 (log axis) */
+};
+
+struct svg_marker {
+    double x;
+    const char *label;
+};
+
+/* A chart of the series; markers are dashed vertical lines (the x axis
+ * extends to include them); yunit labels the points' tooltips. */
+void svg_chart(FILE *out, const char *title, const char *xlabel, const char *ylabel,
+               const char *yunit, const struct svg_series *s, size_t ns,
+               const struct svg_marker *m, size_t nm);
+/* The same with a log-10 y axis (values over several decades; y > 0). */
+void svg_chart_logy(FILE *out, const char *title, const char *xlabel, const char *ylabel,
+                    const char *yunit, const struct svg_series *s, size_t ns);
+
+/* One extent of a strip: [start, start+size) of a kind (index into the
+ * kinds given to svg_strips), with a tooltip. */
+struct svg_extent {
+    uint64_t start, size;
+    unsigned kind;
+    char tip[96];
+};
+
+struct svg_strip {
+    const char *name;  /* row label */
+    uint64_t lo, hi;   /* the row spans [lo, hi) */
+    size_t n;
+    const struct svg_extent *e;
+};
+
+/* Rows of extents, each row scaled to its own span; a legend of kinds. */
+void svg_strips(FILE *out, const char *title, const struct svg_strip *rows, size_t nrows,
+                const char *const *kinds, const char *const *colors, size_t nkinds);
+
+/* Writes s with XML's five special characters escaped. */
+void svg_text(FILE *out, const char *s);
+
+#endif
