@@ -274,6 +274,7 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
          * operation then runs in the live table.
          */
         link_table(o, s->t, s->i, cpa, false);
+        o->pt->st.split_flushes++;
         mmp_core_pt_flush_now(o->pt, base, base + sz - 1, MMP_FLUSH_LEAF);
         s->tag = T_NONE;
         return pt_descend(s, c, PT_TABLE, false);

@@ -205,12 +205,6 @@ static int s1_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint
     case MMP_MEM_DEVICE: t |= 2ull << 2; break;
     default: return -MMP_EINVAL;
     }
-#ifdef MMP_TEST_FLIP_ATTR_BIT
-    /* Test-only wrong encoder (real-MMU check's teeth): Device-nGnRE is
-     * written as AttrIndx 3, Device-nGnRnE. */
-    if ((attrs & MMP_MEM_MASK) == MMP_MEM_DEVICE)
-        t ^= 1ull << 2;
-#endif
     if (!(attrs & MMP_PROT_WRITE))
         t |= A_AP2;
     if (g->one_range) {

@@ -122,11 +122,6 @@ static int x86_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uin
     case MMP_MEM_DEVICE: t |= X_PCD | X_PWT; break;
     default: return -MMP_EINVAL;
     }
-#ifdef MMP_TEST_FLIP_ATTR_BIT
-    /* Test-only wrong encoder (real-MMU check's teeth): UC written as UC-. */
-    if ((attrs & MMP_MEM_MASK) == MMP_MEM_DEVICE)
-        t ^= X_PWT;
-#endif
     if (d + 1 < g->nlev)
         t |= X_PS;
     *tmpl = t;

@@ -224,6 +224,9 @@ struct mmp_pt_stats {
     uint64_t ranges_coalesced;  /**< flush ranges merged into another */
     uint64_t table_pages;       /**< table pages in use now (root included, in granules) */
     uint64_t bbm;               /**< break-before-make sequences (each: barrier + flush) */
+    /** flushes issued at once by a split-first (the block's own translations
+     *  linked, flushed before entries inside it change; x86) */
+    uint64_t split_flushes;
 };
 
 /**

@@ -7,7 +7,8 @@
 # Bochs (family "bochs"): an Intel model with VMX/EPT runs the EPT targets,
 # an AMD model with SVM the NPT ones (QEMU's TCG has SVM but no VMX).
 # A second build with
-# -DMMP_TEST_FLIP_ATTR_BIT corrupts one descriptor bit and must FAIL:
+# tests/mmu/flip/*.patch (applied to copies of the formats) corrupts one
+# descriptor bit and must FAIL:
 # that shows the checks can catch a wrong table.
 # Writes "passed failed skipped" to $MMPORT_TEST_RESULTS; exits non-zero
 # on any failure. MMU_ONLY="aarch64", "x86_64" or "bochs" runs those families.

@@ -40,17 +40,24 @@ OBJCOPY := $(PL_TRIPLE)-objcopy
 endif
 
 O := build/mmu/$(PL_ARCH)$(if $(PL_VARIANT),-$(PL_VARIANT))
-VARIANT_FLAGS := $(if $(filter flip,$(PL_VARIANT)),-DMMP_TEST_FLIP_ATTR_BIT)
 CINC := $(shell $(CC) -print-file-name=include)
 AO_INC := build/include-ao
 PL_CFLAGS = -std=c11 -Wall -Wextra -Werror -O2 -g -ffreestanding -fno-builtin -nostdinc \
              $(PL_ARCHFLAGS) -isystem $(CINC) -Icore/freestanding -Iinclude -Icore \
              -Iarch/$(PL_DIR) -I$(AO_INC) -Itests/mmu/common -Itests/mmu/$(PL_ARCH) \
-             $(VARIANT_FLAGS) $(PL_EXTRA)
+             $(PL_EXTRA)
 
 LIB_SRC := $(sort $(wildcard core/*.c arch/*/pt_*.c) \
              $(filter-out arch/%/pt_%.c,$(wildcard arch/$(PL_DIR)/*.c arch/generic/*.c)) \
              $(wildcard host/none/*.c))
+# The flip variant (the check's own teeth): the descriptor formats with one
+# memory-type bit written wrong, applied as patches to copies; product code
+# holds no test-only branch. A patch that no longer applies fails the build.
+FLIP := $(patsubst tests/mmu/flip/%.patch,%,$(wildcard tests/mmu/flip/*.patch))
+ifeq ($(PL_VARIANT),flip)
+FLIPPED := $(foreach f,$(FLIP),$(filter %/$(f).c,$(LIB_SRC)))
+LIB_SRC := $(filter-out $(FLIPPED),$(LIB_SRC)) $(addprefix $(O)/flip/,$(FLIPPED))
+endif
 PL_SRC := $(wildcard tests/mmu/common/*.c tests/mmu/$(PL_ARCH)/*.c)
 PL_ASM := $(wildcard tests/mmu/$(PL_ARCH)/*.S)
 OBJS := $(patsubst %,$(O)/obj/%.o,$(LIB_SRC) $(PL_SRC) $(PL_ASM))
@@ -63,12 +70,22 @@ $(AO_INC)/atomic_ops.h:
 
 # Exception and probe code must not touch FP/SIMD registers, which the
 # handlers do not save.
+# The flip variant also corrupts descriptors from the payload (its test
+# code only: -DMMP_TEST_FLIP_ATTR_BIT never reaches the library).
 $(O)/obj/tests/mmu/%.c.o: tests/mmu/%.c $(AO_INC)/atomic_ops.h
 	@mkdir -p $(@D)
-	$(CC) $(PL_CFLAGS) $(PL_HANDLER_FLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(PL_CFLAGS) $(PL_HANDLER_FLAGS) $(if $(filter flip,$(PL_VARIANT)),-DMMP_TEST_FLIP_ATTR_BIT) \
+	    -MMD -MP -c $< -o $@
 $(O)/obj/%.c.o: %.c $(AO_INC)/atomic_ops.h
 	@mkdir -p $(@D)
 	$(CC) $(PL_CFLAGS) -MMD -MP -c $< -o $@
+.SECONDEXPANSION:
+$(O)/flip/%.c: %.c tests/mmu/flip/$$(basename $$(notdir $$@)).patch
+	@mkdir -p $(@D)
+	patch -s -o $@ $< tests/mmu/flip/$(basename $(notdir $@)).patch
+$(O)/obj/$(O)/flip/%.c.o: $(O)/flip/%.c $(AO_INC)/atomic_ops.h
+	@mkdir -p $(@D)
+	$(CC) $(PL_CFLAGS) -iquote $(dir $*) -MMD -MP -c $< -o $@
 $(O)/obj/%.S.o: %.S
 	@mkdir -p $(@D)
 	$(CC) $(PL_CFLAGS) -D__ASSEMBLY__ -c $< -o $@
@@ -90,5 +107,6 @@ $(O)/bochs.img: $(O)/payload.elf tests/mmu/bochs/boot.S
 	$(LD) -Ttext 0x7c00 --oformat binary -e _start16 -o $(O)/boot.bin $(O)/boot.o && \
 	cat $(O)/boot.bin $(O)/payload.bin > $@ && truncate -s 4128768 $@
 
+.SECONDARY:
 .PHONY: all
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

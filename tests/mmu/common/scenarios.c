@@ -345,7 +345,7 @@ __attribute__((format(printf, 1, 2))) static void scenario_end(const char *fmt, 
 static const struct mmp_pt *live_pt;
 static int in_lazy;                /* inside a lazy section, not paused */
 static unsigned long lazy_flushes; /* flushes other than break-before-make while in_lazy */
-static uint64_t last_bbm;
+static uint64_t last_bbm, last_split;
 static unsigned long bbm_flushes, bbm_checked, bbm_violations;
 static struct {
     uint64_t lo, last;
@@ -434,9 +434,11 @@ static void flush_hook(void *ctx, uint64_t va, uint64_t size, unsigned flags)
     if (live_pt && !(flags & MMP_FLUSH_ALL) && size) {
         mmp_pt_stats(live_pt, &st);
         int bbm = st.bbm != last_bbm;
+        int split = st.split_flushes != last_split; /* a split-first's flush: never deferred */
         void (*check)(uint64_t) = bbm_check_changed;
         last_bbm = st.bbm;
-        if (in_lazy && !bbm)
+        last_split = st.split_flushes;
+        if (in_lazy && !bbm && !split)
             lazy_flushes++;
         if (bbm) {
             bbm_flushes++;
@@ -1030,6 +1032,7 @@ static void run_target(const struct pl_target *t, unsigned idx)
     struct mmp_pt_stats st;
     mmp_pt_stats(&pt, &st);
     last_bbm = st.bbm;
+    last_split = st.split_flushes;
     bbm_flushes = bbm_checked = bbm_violations = 0;
 
     struct sizes s = target_sizes(t);
