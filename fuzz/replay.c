@@ -19,6 +19,8 @@ static unsigned long replayed;
 /* A target that counts injected failures exports this (weak: optional). */
 extern unsigned long fuzz_pt_injected __attribute__((weak));
 static unsigned long *const fuzz_injected = &fuzz_pt_injected;
+/* ... and a target may report what the inputs covered. */
+extern void fuzz_report(void) __attribute__((weak));
 
 static void run_file(const char *path)
 {
@@ -66,5 +68,7 @@ int main(int argc, char **argv)
     printf("replayed %lu inputs\n", replayed);
     if (fuzz_injected)
         printf("%lu allocation failures injected and survived\n", *fuzz_injected);
+    if (fuzz_report)
+        fuzz_report();
     return 0;
 }

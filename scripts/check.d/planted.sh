@@ -1,39 +1,52 @@
 #!/bin/sh
-# The checks' own test: for each tests/planted/N-name.patch (a deliberate
-# bug, described on its first line), copy the sources, apply the patch,
-# build the fuzz replay there and require the checked-in corpus to catch
-# it. A check that passes a broken engine has no teeth. Product code holds
-# no test-only branches: a patch that no longer applies is a FAIL, to be
-# remade against the code as it is now.
+# The checks' own test: every tests/planted/N-name.patch plants one bug (its
+# first line, "# planted bug: ...", says which) in a copy of the tree,
+# build/planted/N-name/src (product code holds no test-only branches); the
+# fuzz replay built there must catch it on the checked-in corpus, with a
+# message from the fuzzer's models. A check that passes a broken engine has
+# no teeth; a patch that no longer applies is a failure too (remake it
+# against the current engine).
 set -u
-pass=0 fail=0
+. scripts/check-step.sh
 top=$(pwd)
-for p in tests/planted/*.patch; do
-    [ -f "$p" ] || continue
+for p in $(ls tests/planted/*.patch 2>/dev/null | sort -V); do
+    [ -f "$p" ] || { ko "no planted bugs in tests/planted"; break; }
     n=$(basename "$p" .patch)
     what=$(sed -n '1s/^# *//p' "$p")
-    b=$top/build/planted/$n
-    rm -rf "$b"; mkdir -p "$b/src"
-    # The sources as they are now (or, outside git, the source directories).
-    if git ls-files > /dev/null 2>&1; then
-        git ls-files -z -c -o --exclude-standard | xargs -0 cp --parents -t "$b/src" 2>/dev/null
+    d=build/planted/$n
+    rm -rf "$d"
+    mkdir -p "$d/src"
+    # The sources as they are now (plus config.mak); outside git: the source dirs.
+    if git ls-files -c -o --exclude-standard 2>/dev/null |
+        while IFS= read -r f; do [ -f "$f" ] && printf '%s\n' "$f"; done > "$d/files" &&
+        [ -s "$d/files" ]; then
+        tar -cf - -T "$d/files" | tar -xf - -C "$d/src"
     else
-        cp -r core arch host include mk fuzz tests tools "$b/src"
+        cp -R core arch include host fuzz tests mk Makefile "$d/src/"
     fi
-    mkdir -p "$b/src/build" && cp -r build/include-ao "$b/src/build/" && cp config.mak "$b/src/"
-    if ! (cd "$b/src" && patch -p1 -s --no-backup-if-mismatch < "$top/$p") > "$b.log" 2>&1; then
-        echo "FAIL: $n: the patch no longer applies ($(head -1 "$b.log"))"; fail=$((fail + 1)); continue
+    cp config.mak "$d/src/"
+    if ! (cd "$d/src" && patch -p1 -s --dry-run < "$top/$p" > "$top/$d/patch.log" 2>&1); then
+        cat "$d/patch.log"
+        ko "planted $n: the patch no longer applies to this tree, remake it ($what)"
+        continue
     fi
-    if ! make --no-print-directory -C "$b/src" -f mk/build.mk B="$b/out" ARCH="$(uname -m)" \
-        CC=gcc fuzz >> "$b.log" 2>&1; then
-        tail -5 "$b.log"; echo "FAIL: $n: building it"; fail=$((fail + 1)); continue
+    (cd "$d/src" && patch -p1 -s < "$top/$p")
+    if ! make --no-print-directory -j2 -C "$d/src" -f mk/build.mk B=build ARCH="$(uname -m)" CC=gcc \
+        fuzz > "$d/build.log" 2>&1; then
+        tail -5 "$d/build.log"
+        ko "planted $n: building the fuzz replay with it ($what)"
+        continue
     fi
-    if out=$("$b/out/fuzz/fuzz_pt" fuzz/corpus/pt 2>&1); then
-        echo "FAIL: $n ($what) went unnoticed by the fuzz replay"; fail=$((fail + 1))
+    out=$( ("$d/src/build/fuzz/fuzz_pt" fuzz/corpus/pt; exit $?) 2>&1)
+    rc=$?
+    msg=$(echo "$out" | grep 'fuzz_pt:' | head -1 | cut -c1-240)
+    if [ $rc = 0 ]; then
+        ko "planted $n went unnoticed by the fuzz replay ($what)"
+    elif [ -z "$msg" ]; then
+        echo "$out" | tail -5
+        ko "planted $n: the replay failed without a model's message ($what)"
     else
-        echo "PASS: $n ($what) caught: $(echo "$out" | grep 'fuzz_pt:' | head -1 | cut -c1-160)"
-        pass=$((pass + 1))
+        ok "planted $n caught ($what): $msg"
     fi
 done
-[ -n "${MMPORT_TEST_RESULTS:-}" ] && echo "$pass $fail 0" > "$MMPORT_TEST_RESULTS"
-[ $fail = 0 ] && [ $pass -gt 0 ]
+step_results
