@@ -176,6 +176,19 @@ static inline bool pt_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_
     return g->fmt->needs_bbm(g, d, old, nw, chg);
 }
 
+/*
+ * A size-only change (a split or fold keeping every translation) of the
+ * live slot [lo, last] goes in without a break only if no older
+ * translation of it is still waiting for its flush: else both could be
+ * cached at once (a page-size change together with frame or attributes).
+ * Emit the pending flushes first then.
+ */
+static void size_change_ready(struct pt_op *o, uint64_t lo, uint64_t last, bool priv)
+{
+    if (!priv && pt_pending_in(o->pt, lo, last))
+        mmp_core_pt_sync(o->pt);
+}
+
 /* Link a table built privately: its contents first, then the pointer. */
 static void link_table(struct pt_op *o, uint64_t *t, unsigned i, uint64_t pa, bool priv)
 {
@@ -273,6 +286,7 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
          * address outside the changed range stays mapped throughout. The
          * operation then runs in the live table.
          */
+        size_change_ready(o, base, base + sz - 1, false);
         link_table(o, s->t, s->i, cpa, false);
         o->pt->st.split_flushes++;
         mmp_core_pt_flush_now(o->pt, base, base + sz - 1, MMP_FLUSH_LEAF);
@@ -298,8 +312,10 @@ static void split_end(struct pt_op *o, struct pt_slot *s)
         unfold_run(o, d, s->t, s->i, base, s->priv, true);
     } else {
         unsigned chg = PT_CHG_SIZE | (differs ? PT_CHG_ATTR : 0);
-        pt_break(o, d, s->t, s->i, s->i, base, pt_needs_bbm(g, d, s->e, 0, chg), s->priv,
-                 MMP_FLUSH_LEAF);
+        bool brk = pt_needs_bbm(g, d, s->e, 0, chg);
+        if (!brk)
+            size_change_ready(o, base, base + sz - 1, s->priv);
+        pt_break(o, d, s->t, s->i, s->i, base, brk, s->priv, MMP_FLUSH_LEAF);
     }
     link_table(o, s->t, s->i, s->aux, s->priv);
 }
@@ -451,8 +467,10 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
     /* Without a break (x86: same translation, and Intel allows a
      * size-only change as one store), a stale walk cache may still walk c
      * until the flush and must find its valid entries: keep c untouched. */
-    bool broken = pt_break(o, d, t, i, i, base, pt_needs_bbm(g, d, s->e, blk, PT_CHG_SIZE),
-                           priv, 0);
+    bool brk = pt_needs_bbm(g, d, s->e, blk, PT_CHG_SIZE);
+    if (!brk)
+        size_change_ready(o, base, base + sz - 1, priv);
+    bool broken = pt_break(o, d, t, i, i, base, brk, priv, 0);
     pt_st(&t[i], blk);
     wrote(o, 1, priv);
     if (!broken) /* (a break sent c to the deferred-free list itself) */
