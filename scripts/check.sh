@@ -69,7 +69,7 @@ elif want asan && build asan build-asan; then
 fi
 # The suites with threads (concurrent walkers, parallel clearing) under TSan.
 if [ -z "$native_runner" ] && want tsan && build tsan build-tsan; then
-    for s in concurrency clear; do
+    for s in concurrency clear pt_track_mt; do
         CK_RUN_SUITE=$s TSAN_OPTIONS=halt_on_error=1 \
             suite tsan-$s build/$ARCH-tsan/tests/mmport-test
     done
