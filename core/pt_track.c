@@ -124,31 +124,54 @@ static unsigned run(struct trk *w, struct pt_slot *s, unsigned k, unsigned a, un
     return y;
 }
 
-/* Slots [s->i, span_last] of a table: leaves (or holes; tables are
- * descended by the walker). The loop is the harvest's hot path. */
+/*
+ * Slots [s->i, span_last] of a table: leaves (or holes; tables are
+ * descended by the walker). The scan is the harvest's hot path, eight
+ * entries at a time with one branch: an entry can match only if its
+ * lowest chk bit has the value val wants (a clean tracked leaf differs
+ * from a dirty one there: D, A, or the write permission), or if it is in
+ * a contiguous run; the full test follows only for such a group.
+ */
 static int trk_span(void *ctx, struct pt_slot *s)
 {
     struct trk *w = (struct trk *)ctx;
     const struct mmp_pt_geom *g = w->op.g;
     unsigned d = s->d, a = s->i, b = pt_idx(g, d, s->span_last);
     uint64_t sz = slot_sz(g, d), base = s->va & ~(sz - 1);
-    uint64_t chk = w->chk | g->cont_bit, val = w->val;
+    const uint64_t chk = w->chk, val = w->val, cb = g->cont_bit, fm = chk & (0 - chk);
     uint64_t *t = s->t;
     unsigned lo = b + 1, hi = 0;
     uint64_t first = 0;
     bool runs = false;
-    for (unsigned k = a; k <= b; k++) {
-        uint64_t e = pt_ld(&t[k]);
-        if ((e & chk) == val) {
-            if (pt_kind(g, d, e) != PT_LEAF || !xform(w, &t[k]))
+    for (unsigned k = a; k <= b;) {
+        if (b - k >= 7) {
+            const uint64_t *q = &t[k];
+            uint64_t e0 = pt_ld(&q[0]), e1 = pt_ld(&q[1]), e2 = pt_ld(&q[2]), e3 = pt_ld(&q[3]);
+            uint64_t e4 = pt_ld(&q[4]), e5 = pt_ld(&q[5]), e6 = pt_ld(&q[6]), e7 = pt_ld(&q[7]);
+            uint64_t x = ~((e0 ^ val) & (e1 ^ val) & (e2 ^ val) & (e3 ^ val) & (e4 ^ val) &
+                           (e5 ^ val) & (e6 ^ val) & (e7 ^ val));
+            uint64_t c = (e0 | e1 | e2 | e3 | e4 | e5 | e6 | e7) & cb;
+            if (__builtin_expect(!((x & fm) | c), 1)) {
+                k += 8;
                 continue;
-            uint64_t lv = base + (uint64_t)(k - a) * sz;
-            report(w, lv, lv + sz - 1);
-            if (lo > b)
-                lo = k, first = e;
-            hi = k;
-        } else if ((e & g->cont_bit) && pt_kind(g, d, e) == PT_LEAF) {
-            k = run(w, s, k, a, b, base, &runs);
+            }
+        }
+        unsigned end = b - k >= 7 ? k + 7 : b;
+        for (; k <= end; k++) {
+            uint64_t e = pt_ld(&t[k]);
+            if ((e & chk) == val && !(e & cb)) {
+                if (pt_kind(g, d, e) != PT_LEAF || !xform(w, &t[k]))
+                    continue;
+                uint64_t lv = base + (uint64_t)(k - a) * sz;
+                report(w, lv, lv + sz - 1);
+                if (lo > b)
+                    lo = k, first = e;
+                hi = k;
+            } else if ((e & cb) && pt_kind(g, d, e) == PT_LEAF) {
+                k = run(w, s, k, a, b, base, &runs);
+                if (k >= end)
+                    end = k;
+            }
         }
     }
     if (lo <= b)
