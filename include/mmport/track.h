@@ -105,8 +105,8 @@ MMP_API int mmp_pt_track_start(struct mmp_pt *pt, uint64_t va, uint64_t size,
  * Fill @p bitmap with the pages of [va, va+size) dirtied since the last
  * harvest (or start) and re-arm them, with one coalesced TLB flush before
  * returning (also inside a lazy section: the flush is what makes the
- * report complete, see above). Each write is reported by exactly one
- * harvest. *count (if not NULL) gets the number of bits set.
+ * report complete, the ordering in track.h). Each write is reported by
+ * exactly one harvest. *count (if not NULL) gets the number of bits set.
  * Errors: -EINVAL (NULL pt or bitmap, misaligned, size 0); -EOVERFLOW;
  * -ERANGE.
  */
@@ -120,7 +120,7 @@ MMP_API int mmp_pt_track_harvest(struct mmp_pt *pt, uint64_t va, uint64_t size,
  * aligned output range with identical attributes is folded back into a
  * block or a run (not with MMP_PT_NO_FOLD). A hardware-tracked table
  * keeps its leaves as they are (the state the MMU keeps is the normal one).
- * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for harvest (no bitmap);
+ * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for mmp_pt_track_harvest() (no bitmap);
  * -ENOMEM is never returned: a fold that finds no memory is left undone.
  */
 MMP_API int mmp_pt_track_stop(struct mmp_pt *pt, uint64_t va, uint64_t size);
@@ -148,9 +148,10 @@ MMP_API int mmp_pt_test_clear_young(struct mmp_pt *pt, uint64_t va, uint64_t siz
  * on arm64, where a TLB may keep an entry that caused a permission fault,
  * the caller invalidates that one address locally (TLBI VALE1 / IPAS2E1
  * without broadcast) before returning to the guest.
- * Errors: 0 also when the page already was writable and dirty; -ENOENT
- * (nothing mapped at va); -EACCES (the leaf is read-only and not tracked:
- * a real permission fault); -EINVAL (NULL pt); -ERANGE (va out of range).
+ * Returns 0 also when the page already was writable and dirty.
+ * Errors: -ENOENT (nothing mapped at va); -EACCES (the leaf is read-only
+ * and not tracked: a real permission fault); -EINVAL (NULL pt); -ERANGE
+ * (va out of range).
  */
 MMP_API int mmp_pt_dirty_fault(struct mmp_pt *pt, uint64_t va);
 
