@@ -289,7 +289,9 @@ static int start_chunk(struct pt *pt, uint64_t lo, uint64_t hi)
         t_protect(g, &w, g->trk_w, g->trk_w_on, g->trk_m);
     }
     rc = trk_run(&w, pt, lo, hi);
-    mmp_core_pt_call_end(pt);
+    /* flushed before start returns, lazy section or not: a write through a
+     * TLB entry still writable (or caching D = 1) after it would be lost */
+    pass_end(pt);
     return rc;
 }
 
@@ -418,9 +420,11 @@ int mmp_pt_track_stop(struct mmp_pt *p, uint64_t va, uint64_t size)
     if (!g->trk_hw) {
         struct trk w;
         __builtin_memset(&w, 0, sizeof w);
+        /* marked -> unmarked, writable and accessed: the state map gives a
+         * leaf here (A/AF preset), which folding back needs */
         w.chk = w.val = g->trk_m;
         w.clr = g->trk_m | g->trk_w;
-        w.set = g->trk_w_on;
+        w.set = g->trk_w_on | g->trk_a;
         rc = trk_run(&w, pt, va, last);
         mmp_core_pt_call_end(pt);
         if (rc)

@@ -334,6 +334,49 @@ START_TEST(track_start_chunks_cancel)
 }
 END_TEST
 
+/* start and harvest flush before they return, inside a lazy section too:
+ * a deferred flush would let writes through stale writable (or D = 1) TLB
+ * entries go unrecorded. */
+static int flushed(const struct tenv *e, int from, uint64_t va, uint64_t size)
+{
+    for (int f = from; f < e->nflush && f < 512; f++)
+        if ((e->log[f].flags & MMP_FLUSH_ALL) ||
+            (e->log[f].va <= va && va + size - e->log[f].va <= e->log[f].size))
+            return 1;
+    return 0;
+}
+
+START_TEST(track_flush_in_lazy)
+{
+    for (size_t c = 0; c < NCFG; c++) {
+        for (int hw = 0; hw < 2; hw++) {
+            struct mmp_pt_config k = cfg_of(c, hw);
+            if (hw && !cfg_hw_ok(&k))
+                continue;
+            struct tenv *e = tenv_new(&k);
+            struct mmp_pt_info inf;
+            mmp_pt_info(&e->pt, &inf);
+            uint64_t g = inf.granule, va = 32 * g, bm[1], cnt;
+            ck_assert_int_eq(mmp_pt_map(&e->pt, va, 0, 16 * g, RW, MMP_MAP_NO_CONT), 0);
+            ck_assert_int_eq(mmp_lazy_enter(&e->pt), 0);
+            int f0 = e->nflush;
+            ck_assert_int_eq(mmp_pt_track_start(&e->pt, va, 16 * g, NULL), 0);
+            if (!hw) /* hardware: nothing was dirty, nothing re-armed */
+                ck_assert_msg(flushed(e, f0, va, 16 * g), "%s: start left its flush to the lazy "
+                              "section", pt_cfgs[c].name);
+            ck_assert_int_eq(mmp_pt_dirty_fault(&e->pt, va + 3 * g), 0);
+            f0 = e->nflush;
+            ck_assert_int_eq(mmp_pt_track_harvest(&e->pt, va, 16 * g, bm, &cnt), 0);
+            ck_assert_uint_eq(cnt, 1);
+            ck_assert_msg(flushed(e, f0, va + 3 * g, g), "%s: harvest left its flush to the "
+                          "lazy section", pt_cfgs[c].name);
+            ck_assert_int_eq(mmp_lazy_leave(&e->pt), 0);
+            tenv_free(e);
+        }
+    }
+}
+END_TEST
+
 Suite *mmp_suite_pt_track(void)
 {
     Suite *s = suite_create("pt_track");
@@ -343,5 +386,6 @@ Suite *mmp_suite_pt_track(void)
     MMP_ADD(s, track_young);
     MMP_ADD(s, track_cont_run_or);
     MMP_ADD(s, track_start_chunks_cancel);
+    MMP_ADD(s, track_flush_in_lazy);
     return s;
 }

@@ -115,7 +115,8 @@ MMP_API int mmp_pt_track_harvest(struct mmp_pt *pt, uint64_t va, uint64_t size,
 
 /**
  * End tracking of [va, va+size): software-tracked leaves get their write
- * permission back (whatever their state: harvest first to keep it), then
+ * permission back (whatever their state: harvest first to keep it) and
+ * their access flag set (as mapped: it is preset without TRACK_HW), then
  * each block-sized region and contiguous run whose pages again map one
  * aligned output range with identical attributes is folded back into a
  * block or a run (not with MMP_PT_NO_FOLD). A hardware-tracked table

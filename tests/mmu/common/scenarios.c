@@ -1016,13 +1016,13 @@ static int bm_equal(const uint64_t *bm, const uint8_t *want, unsigned n, uint64_
 /* One access through the fault path: returns the faults taken (0 or 1). */
 static unsigned guest_access(struct mmp_pt *pt, uint64_t va, int store, uint64_t value)
 {
-    if (!(store ? pl_arch_store(va, value) : pl_arch_load(va)))
+    if (!pl_arch_access(va, store, value))
         return 0;
     int rc = store ? mmp_pt_dirty_fault(pt, va) : mmp_pt_young_fault(pt, va);
     if (rc)
         mismatch(va, store ? "mmp_pt_dirty_fault rc" : "mmp_pt_young_fault rc", 0, (uint64_t)rc);
     pl_arch_tlb_flush((void *)(uintptr_t)cur, va & ~(gran - 1), gran, MMP_FLUSH_LEAF);
-    if (store ? pl_arch_store(va, value) : pl_arch_load(va))
+    if (pl_arch_access(va, store, value))
         mismatch(va, "access after the fault call faulted again", 0, 1);
     return 1;
 }

@@ -573,14 +573,8 @@ uint64_t pl_arch_now_us(void)
     return (((uint64_t)hi << 32) | lo) / 1000;
 }
 
-int pl_arch_store(uint64_t va, uint64_t value)
+int pl_arch_access(uint64_t va, int store, uint64_t value)
 {
     struct pl_probe p;
-    return pl_probe_store(va, value, &p) != 0;
-}
-
-int pl_arch_load(uint64_t va)
-{
-    struct pl_probe p;
-    return pl_probe_load(va, &p) != 0;
+    return (store ? pl_probe_store(va, value, &p) : pl_probe_load(va, &p)) != 0;
 }
