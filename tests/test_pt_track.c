@@ -49,6 +49,22 @@ static struct mmp_pt_config cfg_of(size_t c, int hw)
     return k;
 }
 
+/* fn on a fresh table of every format, software and (where the format can)
+ * hardware tracking. */
+static void each_cfg(void (*fn)(struct tenv *e, const struct mmp_pt_config *k, size_t c, int hw))
+{
+    for (size_t c = 0; c < NCFG; c++) {
+        for (int hw = 0; hw < 2; hw++) {
+            struct mmp_pt_config k = cfg_of(c, hw);
+            if (hw && !cfg_hw_ok(&k))
+                continue;
+            struct tenv *e = tenv_new(&k);
+            fn(e, &k, c, hw);
+            tenv_free(e);
+        }
+    }
+}
+
 /*
  * Layout (blk = the smallest block): a guard block, two tracked blocks,
  * then a read-only page and a writable page outside the range. Writes
@@ -211,45 +227,41 @@ START_TEST(track_hw_map_state)
 }
 END_TEST
 
+static void young_one(struct tenv *e, const struct mmp_pt_config *k, size_t c, int hw)
+{
+    (void)c;
+    struct mmp_pt_info inf;
+    mmp_pt_info(&e->pt, &inf);
+    struct hwbits h = hw_bits(k);
+    uint64_t g = inf.granule, n = 64, bm[2], cnt = 0;
+    ck_assert_int_eq(mmp_pt_map(&e->pt, 64 * g, 0, n * g, RW, MMP_MAP_NO_CONT), 0);
+    int rc = mmp_pt_test_clear_young(&e->pt, 64 * g, n * g, bm, &cnt);
+    if (k->format == MMP_PT_X86_EPT && !(k->flags & MMP_PT_EPT_AD)) {
+        ck_assert_int_eq(rc, -MMP_ENOTSUP);
+        ck_assert_int_eq(mmp_pt_young_fault(&e->pt, 64 * g), -MMP_ENOTSUP);
+        return;
+    }
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(cnt, hw ? 0 : n); /* preset at map time without TRACK_HW */
+    for (uint64_t i = 3; i < n; i += 7) {
+        if (hw)
+            hw_young(&e->pt, &h, (64 + i) * g);
+        else
+            ck_assert_int_eq(mmp_pt_young_fault(&e->pt, (64 + i) * g), 0);
+    }
+    ck_assert_int_eq(mmp_pt_test_clear_young(&e->pt, 64 * g, n * g, bm, &cnt), 0);
+    ck_assert_uint_eq(cnt, (n - 3 + 6) / 7);
+    for (uint64_t i = 0; i < n; i++)
+        ck_assert_int_eq(bit(bm, i), i % 7 == 3);
+    ck_assert_int_eq(mmp_pt_test_clear_young(&e->pt, 64 * g, n * g, bm, &cnt), 0);
+    ck_assert_uint_eq(cnt, 0);
+}
+
 /* test_and_clear_young: A/AF set by hand (hardware) or by the fault call
  * appear once; EPT without A/D has none. */
 START_TEST(track_young)
 {
-    for (size_t c = 0; c < NCFG; c++) {
-        for (int hw = 0; hw < 2; hw++) {
-            struct mmp_pt_config k = cfg_of(c, hw);
-            if (hw && !cfg_hw_ok(&k))
-                continue;
-            struct tenv *e = tenv_new(&k);
-            struct mmp_pt_info inf;
-            mmp_pt_info(&e->pt, &inf);
-            struct hwbits h = hw_bits(&k);
-            uint64_t g = inf.granule, n = 64, bm[2], cnt = 0;
-            ck_assert_int_eq(mmp_pt_map(&e->pt, 64 * g, 0, n * g, RW, MMP_MAP_NO_CONT), 0);
-            int rc = mmp_pt_test_clear_young(&e->pt, 64 * g, n * g, bm, &cnt);
-            if (k.format == MMP_PT_X86_EPT && !(k.flags & MMP_PT_EPT_AD)) {
-                ck_assert_int_eq(rc, -MMP_ENOTSUP);
-                ck_assert_int_eq(mmp_pt_young_fault(&e->pt, 64 * g), -MMP_ENOTSUP);
-                tenv_free(e);
-                continue;
-            }
-            ck_assert_int_eq(rc, 0);
-            ck_assert_uint_eq(cnt, hw ? 0 : n); /* preset at map time without TRACK_HW */
-            for (uint64_t i = 3; i < n; i += 7) {
-                if (hw)
-                    hw_young(&e->pt, &h, (64 + i) * g);
-                else
-                    ck_assert_int_eq(mmp_pt_young_fault(&e->pt, (64 + i) * g), 0);
-            }
-            ck_assert_int_eq(mmp_pt_test_clear_young(&e->pt, 64 * g, n * g, bm, &cnt), 0);
-            ck_assert_uint_eq(cnt, (n - 3 + 6) / 7);
-            for (uint64_t i = 0; i < n; i++)
-                ck_assert_int_eq(bit(bm, i), i % 7 == 3);
-            ck_assert_int_eq(mmp_pt_test_clear_young(&e->pt, 64 * g, n * g, bm, &cnt), 0);
-            ck_assert_uint_eq(cnt, 0);
-            tenv_free(e);
-        }
-    }
+    each_cfg(young_one);
 }
 END_TEST
 
@@ -346,34 +358,31 @@ static int flushed(const struct tenv *e, int from, uint64_t va, uint64_t size)
     return 0;
 }
 
+static void lazy_one(struct tenv *e, const struct mmp_pt_config *k, size_t c, int hw)
+{
+    (void)k;
+    struct mmp_pt_info inf;
+    mmp_pt_info(&e->pt, &inf);
+    uint64_t g = inf.granule, va = 32 * g, bm[1], cnt;
+    ck_assert_int_eq(mmp_pt_map(&e->pt, va, 0, 16 * g, RW, MMP_MAP_NO_CONT), 0);
+    ck_assert_int_eq(mmp_lazy_enter(&e->pt), 0);
+    int f0 = e->nflush;
+    ck_assert_int_eq(mmp_pt_track_start(&e->pt, va, 16 * g, NULL), 0);
+    if (!hw) /* hardware: nothing was dirty, nothing re-armed */
+        ck_assert_msg(flushed(e, f0, va, 16 * g), "%s: start left its flush to the lazy section",
+                      pt_cfgs[c].name);
+    ck_assert_int_eq(mmp_pt_dirty_fault(&e->pt, va + 3 * g), 0);
+    f0 = e->nflush;
+    ck_assert_int_eq(mmp_pt_track_harvest(&e->pt, va, 16 * g, bm, &cnt), 0);
+    ck_assert_uint_eq(cnt, 1);
+    ck_assert_msg(flushed(e, f0, va + 3 * g, g), "%s: harvest left its flush to the lazy section",
+                  pt_cfgs[c].name);
+    ck_assert_int_eq(mmp_lazy_leave(&e->pt), 0);
+}
+
 START_TEST(track_flush_in_lazy)
 {
-    for (size_t c = 0; c < NCFG; c++) {
-        for (int hw = 0; hw < 2; hw++) {
-            struct mmp_pt_config k = cfg_of(c, hw);
-            if (hw && !cfg_hw_ok(&k))
-                continue;
-            struct tenv *e = tenv_new(&k);
-            struct mmp_pt_info inf;
-            mmp_pt_info(&e->pt, &inf);
-            uint64_t g = inf.granule, va = 32 * g, bm[1], cnt;
-            ck_assert_int_eq(mmp_pt_map(&e->pt, va, 0, 16 * g, RW, MMP_MAP_NO_CONT), 0);
-            ck_assert_int_eq(mmp_lazy_enter(&e->pt), 0);
-            int f0 = e->nflush;
-            ck_assert_int_eq(mmp_pt_track_start(&e->pt, va, 16 * g, NULL), 0);
-            if (!hw) /* hardware: nothing was dirty, nothing re-armed */
-                ck_assert_msg(flushed(e, f0, va, 16 * g), "%s: start left its flush to the lazy "
-                              "section", pt_cfgs[c].name);
-            ck_assert_int_eq(mmp_pt_dirty_fault(&e->pt, va + 3 * g), 0);
-            f0 = e->nflush;
-            ck_assert_int_eq(mmp_pt_track_harvest(&e->pt, va, 16 * g, bm, &cnt), 0);
-            ck_assert_uint_eq(cnt, 1);
-            ck_assert_msg(flushed(e, f0, va + 3 * g, g), "%s: harvest left its flush to the "
-                          "lazy section", pt_cfgs[c].name);
-            ck_assert_int_eq(mmp_lazy_leave(&e->pt), 0);
-            tenv_free(e);
-        }
-    }
+    each_cfg(lazy_one);
 }
 END_TEST
 
