@@ -30,6 +30,10 @@ struct trk {
     uint64_t *bm; /* NULL: no report */
     uint64_t count;
     uint64_t chk, val, clr, set;
+    /* the format's rule for the last set of non-address bits seen */
+    bool asked, tm_bbm;
+    unsigned tm_d;
+    uint64_t tm;
 };
 
 static inline uint64_t slot_sz(const struct mmp_pt_geom *g, unsigned d)
@@ -74,39 +78,54 @@ static void report(struct trk *w, uint64_t lo, uint64_t hi)
         w->bm[i >> 6] |= 1ull << (i & 63);
 }
 
-/* Entries [a, b] of t at depth d changed (slot a's leaf starts at va_a):
- * ask the format's rule once (attribute change of a valid leaf), then the
- * engine's primitive defers the flush or breaks. */
-static void changed(struct trk *w, unsigned d, uint64_t *t, unsigned a, unsigned b,
-                    uint64_t va_a, uint64_t e_old)
+/* The format's rule for the transform of e, asked once per distinct set of
+ * non-address bits (an attribute change of a valid leaf; a tracking bit
+ * is no attribute, so no format asks for a break today). */
+static bool rule(struct trk *w, unsigned d, uint64_t e)
 {
     const struct mmp_pt_geom *g = w->op.g;
-    uint64_t nw = (e_old & ~w->clr) | w->set;
-    bool brk = g->fmt->needs_bbm(g, d, e_old, nw, PT_CHG_ATTR);
-    if (!brk) {
-        mmp_core_pt_break(&w->op, d, t, a, b, va_a, false);
-        return;
+    uint64_t tm = e & ~g->oa_mask[d];
+    if (!w->asked || tm != w->tm || d != w->tm_d) {
+        w->asked = true;
+        w->tm = tm;
+        w->tm_d = d;
+        w->tm_bbm = g->fmt->needs_bbm(g, d, e, (e & ~w->clr) | w->set, PT_CHG_ATTR);
     }
-    /* No format needs it for these bits; if one did: break, then store. */
-    uint64_t keep[CHUNK];
-    for (unsigned x = a; x <= b; x += CHUNK) {
-        unsigned y = b - x >= CHUNK ? x + CHUNK - 1 : b;
-        for (unsigned k = x; k <= y; k++)
-            keep[k - x] = pt_ld(&t[k]);
-        mmp_core_pt_break(&w->op, d, t, x, y, va_a + (uint64_t)(x - a) * slot_sz(g, d), true);
-        for (unsigned k = x; k <= y; k++)
-            pt_st(&t[k], keep[k - x]);
-    }
+    return w->tm_bbm;
+}
+
+/* Transform slot k of t (depth d, its leaf at va_k) if it matches: in
+ * place with a compare-and-swap, or, where the rule says so, broken first
+ * (the engine's primitive: invalid, barrier, flush), then written. */
+static bool apply(struct trk *w, unsigned d, uint64_t *t, unsigned k, uint64_t va_k)
+{
+    uint64_t e = pt_ld(&t[k]);
+    if ((e & w->chk) != w->val || pt_kind(w->op.g, d, e) != PT_LEAF)
+        return false;
+    if (!rule(w, d, e))
+        return xform(w, &t[k]);
+    mmp_core_pt_break(&w->op, d, t, k, k, va_k, true);
+    pt_st(&t[k], (e & ~w->clr) | w->set);
+    return true;
+}
+
+/* Slots [lo, hi] changed in place: their flush, deferred to the pass's end
+ * (the engine's primitive without a break, so the one batching layer). */
+static void changed(struct trk *w, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
+                    uint64_t va_lo)
+{
+    mmp_core_pt_break(&w->op, d, t, lo, hi, va_lo, false);
 }
 
 /* A contiguous run holding slot k: its state is the OR of its entries (the
- * MMU may update any one of them); the entries in [a, b] are re-armed. */
+ * MMU may update any one of them); the entries in [a, b] are re-armed.
+ * Returns the last slot of the run inside [a, b]. */
 static unsigned run(struct trk *w, struct pt_slot *s, unsigned k, unsigned a, unsigned b,
-                    uint64_t base, bool *any)
+                    uint64_t base)
 {
     const struct mmp_pt_geom *g = w->op.g;
     unsigned d = s->d, R = 1u << g->cont[d], lo = k & ~(R - 1), hi = lo + R - 1;
-    uint64_t sz = slot_sz(g, d), e0 = pt_ld(&s->t[k]);
+    uint64_t sz = slot_sz(g, d);
     bool hit = false;
     for (unsigned m = lo; m <= hi; m++)
         hit |= (pt_ld(&s->t[m]) & w->chk) == w->val;
@@ -115,11 +134,9 @@ static unsigned run(struct trk *w, struct pt_slot *s, unsigned k, unsigned a, un
         report(w, base + (uint64_t)(lo - a) * sz, base + (uint64_t)(hi - a + 1) * sz - 1);
         bool st = false;
         for (unsigned m = x; m <= y; m++)
-            st |= xform(w, &s->t[m]);
-        if (st) {
-            changed(w, d, s->t, x, y, base + (uint64_t)(x - a) * sz, e0);
-            *any = true;
-        }
+            st |= apply(w, d, s->t, m, base + (uint64_t)(m - a) * sz);
+        if (st)
+            changed(w, d, s->t, x, y, base + (uint64_t)(x - a) * sz);
     }
     return y;
 }
@@ -141,8 +158,6 @@ static int trk_span(void *ctx, struct pt_slot *s)
     const uint64_t chk = w->chk, val = w->val, cb = g->cont_bit, fm = chk & (0 - chk);
     uint64_t *t = s->t;
     unsigned lo = b + 1, hi = 0;
-    uint64_t first = 0;
-    bool runs = false;
     for (unsigned k = a; k <= b;) {
         if (b - k >= 7) {
             const uint64_t *q = &t[k];
@@ -158,24 +173,20 @@ static int trk_span(void *ctx, struct pt_slot *s)
         }
         unsigned end = b - k >= 7 ? k + 7 : b;
         for (; k <= end; k++) {
-            uint64_t e = pt_ld(&t[k]);
-            if ((e & chk) == val && !(e & cb)) {
-                if (pt_kind(g, d, e) != PT_LEAF || !xform(w, &t[k]))
-                    continue;
-                uint64_t lv = base + (uint64_t)(k - a) * sz;
-                report(w, lv, lv + sz - 1);
-                if (lo > b)
-                    lo = k, first = e;
-                hi = k;
-            } else if ((e & cb) && pt_kind(g, d, e) == PT_LEAF) {
-                k = run(w, s, k, a, b, base, &runs);
+            uint64_t e = pt_ld(&t[k]), lv = base + (uint64_t)(k - a) * sz;
+            if ((e & cb) && pt_kind(g, d, e) == PT_LEAF) {
+                k = run(w, s, k, a, b, base);
                 if (k >= end)
                     end = k;
+            } else if ((e & chk) == val && apply(w, d, t, k, lv)) {
+                report(w, lv, lv + sz - 1);
+                lo = lo > b ? k : lo;
+                hi = k;
             }
         }
     }
     if (lo <= b)
-        changed(w, d, t, lo, hi, base + (uint64_t)(lo - a) * sz, first);
+        changed(w, d, t, lo, hi, base + (uint64_t)(lo - a) * sz);
     return 0;
 }
 
