@@ -107,6 +107,24 @@ static int reserve(struct pt_op *o, long n)
         o->res_pa = pa;
         o->nres++;
     }
+    /* Hand the pages out in the order they came: an allocator that gives
+     * ascending addresses then lays a split or a new range out in address
+     * order, which later scans (dirty harvests) read 3x faster than the
+     * reverse (measured with bench dirty). */
+    void *prev = NULL;
+    uint64_t prev_pa = 0;
+    while (o->res) {
+        uint64_t *p = (uint64_t *)o->res;
+        uint64_t pa = o->res_pa;
+        o->res = (void *)(uintptr_t)p[0];
+        o->res_pa = p[1];
+        p[0] = (uint64_t)(uintptr_t)prev;
+        p[1] = prev_pa;
+        prev = p;
+        prev_pa = pa;
+    }
+    o->res = prev;
+    o->res_pa = prev_pa;
     return 0;
 }
 
@@ -168,6 +186,12 @@ static bool pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsi
     wrote(o, n, priv);
     mmp_core_pt_bbm(o->pt, va_lo, va_hi, fflags);
     return true;
+}
+
+bool mmp_core_pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
+                       uint64_t va_lo, bool needed)
+{
+    return pt_break(o, d, t, lo, hi, va_lo, needed, false, MMP_FLUSH_LEAF);
 }
 
 static inline bool pt_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_t old,
@@ -267,7 +291,7 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
     uint64_t csz = slot_size(g, d + 1), cpa;
     uint64_t *c = take(o, &cpa);
     uint64_t ctm = g->fmt->child(g, d, s->e), pa0 = pt_oa(g, d, s->e);
-    if (g->cont[d + 1] && !(o->pt->cfg_flags & MMP_PT_NO_CONT))
+    if (g->cont[d + 1] && !(o->pt->cfg_flags & MMP_PT_NO_CONT) && o->kind != OP_SPLIT)
         ctm |= g->cont_bit; /* a block is aligned to every run below it */
     size_t n = pt_nent(g, d + 1);
     uint64_t v = ctm | pt_oa_enc(g, pa0); /* a block never crosses pt_oa_wrap */
@@ -307,7 +331,8 @@ static void split_end(struct pt_op *o, struct pt_slot *s)
     /* Nothing written into the child: only the page size changes. An
      * unmap split counts as size-only too (the removed pages need no
      * second translation to be correct). */
-    bool differs = o->kind != OP_UNMAP && o->pt->st.entries_written != s->aux2;
+    bool differs = o->kind != OP_UNMAP && o->kind != OP_SPLIT &&
+                   o->pt->st.entries_written != s->aux2;
     if (s->e & g->cont_bit) {
         unfold_run(o, d, s->t, s->i, base, s->priv, true);
     } else {
@@ -739,7 +764,7 @@ PT_VISITOR int chg_entry(void *ctx, struct pt_slot *s)
     s->tag = T_NONE;
     if (s->kind == PT_TABLE) {
         bool keep = (o->pt->cfg_flags & MMP_PT_KEEP_TABLES) != 0;
-        if (s->full && (o->prep || (o->kind == OP_UNMAP && !keep))) {
+        if (s->full && o->kind != OP_SPLIT && (o->prep || (o->kind == OP_UNMAP && !keep))) {
             /* Nothing below a wholly covered table needs a new table. */
             if (!o->prep)
                 drop_table(o, s);
@@ -748,7 +773,7 @@ PT_VISITOR int chg_entry(void *ctx, struct pt_slot *s)
         s->tag = T_TABLE;
         return pt_descend(s, pt_child(o->pt, s->e), PT_TABLE, s->priv);
     }
-    if (s->full) {
+    if (s->full && o->kind != OP_SPLIT) {
         if (o->prep)
             return PT_SKIP;
         s->span_last = stretch(o, s, false);
@@ -763,9 +788,27 @@ PT_VISITOR int chg_entry(void *ctx, struct pt_slot *s)
     return split_begin(o, s);
 }
 
+/* OP_SPLIT at the last level: unmake the contiguous runs of [a, b]. */
+static void split_runs(struct pt_op *o, struct pt_slot *s)
+{
+    const struct mmp_pt_geom *g = o->g;
+    unsigned b = pt_idx(g, s->d, s->span_last), R = 1u << g->cont[s->d];
+    uint64_t sz = slot_size(g, s->d);
+    for (unsigned k = s->i; g->cont[s->d] && k <= b; k = (k | (R - 1)) + 1) {
+        uint64_t e = pt_ld(&s->t[k]);
+        if (pt_kind(g, s->d, e) == PT_LEAF && (e & g->cont_bit))
+            unfold_run(o, s->d, s->t, k, s->va + (uint64_t)(k - s->i) * sz, s->priv, false);
+    }
+}
+
 PT_VISITOR int chg_span(void *ctx, struct pt_slot *s)
 {
     struct pt_op *o = (struct pt_op *)ctx;
+    if (o->kind == OP_SPLIT) {
+        if (!o->prep)
+            split_runs(o, s);
+        return 0;
+    }
     if (!o->prep)
         chg_leaves(o, s->d, s->t, s->i, pt_idx(o->g, s->d, s->span_last), s->va, s->priv);
     return 0;

@@ -61,6 +61,18 @@ struct mmp_pt_geom {
     uint32_t features;              /* enum mmp_pt_feature */
     uint64_t hcr_set;               /* arm64 stage 2: HCR_EL2 bits the encoding needs */
     uint64_t max_leaf;              /* create-time leaf-size limit, 0 = none */
+    /*
+     * Dirty and access tracking (core/pt_track.c), filled by the format.
+     * A leaf is writable when (e & trk_w) == trk_w_on. Dirty state is kept
+     * one of two ways: trk_d != 0, a dirty bit the MMU sets (x86 D, EPT D);
+     * else trk_m, a mark meaning "writable, tracked": clean = marked and
+     * write-protected, dirty = marked and writable (arm64 DBM, which the
+     * MMU flips itself with TCR/VTCR.HD, or a software bit flipped by
+     * mmp_pt_dirty_fault). trk_a: the access flag (0: none, EPT without
+     * A/D). trk_hw: MMP_PT_TRACK_HW was given.
+     */
+    uint64_t trk_w, trk_w_on, trk_d, trk_m, trk_a;
+    uint8_t trk_hw;
 };
 
 /* What a change of a live entry does (mmp_pt_fmt::needs_bbm). */

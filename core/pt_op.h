@@ -5,7 +5,9 @@
 
 #include "pt_int.h"
 
-enum { OP_MAP, OP_UNMAP, OP_PROT };
+/* OP_SPLIT: split blocks and unmake contiguous runs down to the granule,
+ * keeping every translation (dirty tracking, core/pt_track.c). */
+enum { OP_MAP, OP_UNMAP, OP_PROT, OP_SPLIT };
 
 #define OPF_REPLACE 1u
 #define OPF_NOBLOCK 2u
@@ -34,5 +36,12 @@ struct pt_op {
 /* The engine instance of a table (core/pt_engine.c): prepare, reserve,
  * commit. 0 or a negative MMP_E* (nothing changed then). */
 int mmp_core_pt_run(struct pt_op *o, uint64_t va, uint64_t last);
+
+/* The one break-before-make primitive (pt_break in core/pt_engine.c), for
+ * entry changes made outside the engine (core/pt_track.c): slots [lo, hi]
+ * of the live table t at depth d (slot lo maps va_lo) are about to change;
+ * needed = the format's rule. Returns true when they were broken. */
+bool mmp_core_pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
+                       uint64_t va_lo, bool needed);
 
 #endif

@@ -18,6 +18,8 @@ const char *mmp_strerror(int err)
         return "cancelled by callback";
     case MMP_ENOMEM:
         return "out of memory (nothing changed)";
+    case MMP_EACCES:
+        return "access not allowed";
     case MMP_EBUSY:
         return "busy";
     case MMP_EEXIST:

@@ -10,7 +10,7 @@ out=$1; shift
 mkdir -p "$out"
 version=$(sed -n 's/^#define MMP_VERSION_STRING "\(.*\)"/\1/p' include/mmport/common.h)
 awk -v date="${MAN_DATE:-$(date -u +%Y-%m-%d)}" -v version="$version" \
-    -v CONTRACTS="mmp_pt_ops mmp_clear_opts mmp_pt_config" \
+    -v CONTRACTS="mmp_pt_ops mmp_clear_opts mmp_pt_config mmp_track_opts" \
     -f "$(dirname "$0")/gen-man3.awk" "$@" > "$out/.pages"
 awk -v dir="$out" '/^@@FILE / { if (f) close(f); f = dir "/" $2; next } { print > f }' "$out/.pages"
 rm -f "$out/.pages"

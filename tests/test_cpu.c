@@ -21,6 +21,7 @@ START_TEST(errors_equal_errno)
     ck_assert_int_eq(MMP_ENOENT, ENOENT);
     ck_assert_int_eq(MMP_EINTR, EINTR);
     ck_assert_int_eq(MMP_ENOMEM, ENOMEM);
+    ck_assert_int_eq(MMP_EACCES, EACCES);
     ck_assert_int_eq(MMP_EBUSY, EBUSY);
     ck_assert_int_eq(MMP_EEXIST, EEXIST);
     ck_assert_int_eq(MMP_EINVAL, EINVAL);

@@ -71,9 +71,11 @@
 #define A_SH_IS (3ull << 8)
 #define A_AF (1ull << 10)
 #define A_NG (1ull << 11)
+#define A_DBM (1ull << 51) /* dirty bit modifier (FEAT_HAFDBS) */
 #define A_CONT (1ull << 52)
 #define A_PXN (1ull << 53)
 #define A_UXN (1ull << 54) /* XN for stage 2 */
+#define A_TRK_SW (1ull << 55) /* software tracking mark: bits 58:55 are for software */
 
 #define HCR_FWB (1ull << 46) /* HCR_EL2.FWB (D24.2.72) */
 
@@ -124,6 +126,24 @@ static int arm64_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, bo
     g->valid_bit = A_VALID;
     g->cont_bit = A_CONT;
     g->ign_mask = 0;
+    /*
+     * Tracking (core/pt_track.c). Bit 7 is the write permission both ways
+     * round: AP[2] set = read-only (stage 1), S2AP[1] set = writable
+     * (stage 2). With MMP_PT_TRACK_HW (FEAT_HAFDBS, D8.4.6 / D8.4.7 in DDI
+     * 0487 K.a "Hardware management of the Access flag / dirty state") the
+     * MMU sets AF and makes DBM leaves writable on a write, so those bits
+     * are ones the hardware changes; otherwise software marks tracked,
+     * write-protected leaves with bit 55.
+     */
+    g->trk_w = A_AP2;
+    g->trk_w_on = s2 ? A_AP2 : 0;
+    g->trk_a = A_AF;
+    g->trk_hw = (cfg->flags & MMP_PT_TRACK_HW) != 0;
+    g->trk_m = g->trk_hw ? A_DBM : A_TRK_SW;
+    if (g->trk_hw) {
+        g->ign_mask = A_AF | A_AP2;
+        g->features |= MMP_PT_FEAT_HAFDBS;
+    }
     if (ds) {
         g->oa_field = mmp_core_pt_bits(9, 8);
         g->oa_shift = 50 - 8;
@@ -188,10 +208,12 @@ static uint64_t type_bits(const struct mmp_pt_geom *g, unsigned d)
     return d + 1 == g->nlev ? A_VALID | A_TABLE : A_VALID; /* page 0b11, block 0b01 */
 }
 
-/* Type, AF and (unless FEAT_LPA2 moved OA[51:50] there) SH = inner. */
+/* Type, AF (unless the MMU sets it) and (unless FEAT_LPA2 moved OA[51:50]
+ * there) SH = inner. */
 static uint64_t leaf_base(const struct mmp_pt_geom *g, unsigned d)
 {
-    return type_bits(g, d) | A_AF | ((g->features & MMP_PT_FEAT_LPA2) ? 0 : A_SH_IS);
+    return type_bits(g, d) | (g->trk_hw ? 0 : A_AF) |
+           ((g->features & MMP_PT_FEAT_LPA2) ? 0 : A_SH_IS);
 }
 
 static int s1_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint64_t *tmpl)
@@ -207,6 +229,8 @@ static int s1_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint
     }
     if (!(attrs & MMP_PROT_WRITE))
         t |= A_AP2;
+    else if (g->trk_hw)
+        t |= A_AP2 | A_DBM; /* clean: the MMU clears AP[2] on the first write */
     if (g->one_range) {
         if (attrs & (MMP_PROT_USER | MMP_PROT_GLOBAL))
             return -MMP_EINVAL;
@@ -230,7 +254,7 @@ static uint32_t s1_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
                                     MMP_MEM_DEVICE,    MMP_MEM_DEVICE,    MMP_MEM_DEVICE,
                                     MMP_MEM_DEVICE,    MMP_MEM_DEVICE};
     uint32_t a = MMP_PROT_READ | mem[(e >> 2) & 7];
-    if (!(e & A_AP2))
+    if (!(e & A_AP2) || (e & g->trk_m)) /* tracked: logically writable */
         a |= MMP_PROT_WRITE;
     if (g->one_range)
         return a | ((e & A_UXN) ? 0 : MMP_PROT_EXEC);
@@ -256,8 +280,8 @@ static int s2_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint
     case MMP_MEM_DEVICE: t |= 0x1ull << 2; break;
     default: return -MMP_EINVAL;
     }
-    if (attrs & MMP_PROT_WRITE)
-        t |= A_AP2;
+    if (attrs & MMP_PROT_WRITE) /* TRACK_HW: clean, the MMU sets S2AP[1] */
+        t |= g->trk_hw ? A_DBM : A_AP2;
     if (!(attrs & MMP_PROT_EXEC))
         t |= A_UXN;
     *tmpl = t;
@@ -271,7 +295,7 @@ static uint32_t s2_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
     uint32_t a = ma == wb ? MMP_MEM_NORMAL_WB : ma == 0x5 ? MMP_MEM_NORMAL_NC : MMP_MEM_DEVICE;
     if (e & A_AP1)
         a |= MMP_PROT_READ;
-    if (e & A_AP2)
+    if (e & (A_AP2 | g->trk_m))
         a |= MMP_PROT_WRITE;
     if (!(e & A_UXN))
         a |= MMP_PROT_EXEC;
@@ -353,12 +377,13 @@ static void s1_regs(const struct mmp_pt_geom *g, uint64_t root_pa, uint16_t id,
 {
     uint64_t t0sz = 64u - g->va_bits, ds = (g->features & MMP_PT_FEAT_LPA2) != 0;
     uint64_t tcr = t0sz | TCR_WALK | tg0_field(g) << 14;
+    uint64_t hw = g->trk_hw ? 3 : 0; /* HA and HD, adjacent in every TCR */
     if (g->one_range) {
-        tcr |= ps_field(g->pa_bits) << 16 | 1ull << 23 | 1ull << 31 | ds << 32;
+        tcr |= ps_field(g->pa_bits) << 16 | hw << 21 | 1ull << 23 | 1ull << 31 | ds << 32;
     } else {
         uint64_t tg1 = g->granule_shift == 12 ? 2 : g->granule_shift == 14 ? 1 : 3;
         tcr |= t0sz << 16 | 1ull << 23 | tg1 << 30 | ps_field(g->pa_bits) << 32 |
-               (uint64_t)(id > 0xff) << 36 | ds << 59;
+               (uint64_t)(id > 0xff) << 36 | hw << 39 | ds << 59;
     }
     out->root = ttbr(g, root_pa, id);
     out->tcr = tcr;
@@ -379,7 +404,7 @@ static void s2_regs(const struct mmp_pt_geom *g, uint64_t root_pa, uint16_t id,
     out->root = ttbr(g, root_pa, id);
     out->tcr = (64u - g->va_bits) | (uint64_t)g->start_level_enc << 6 | TCR_WALK |
                tg0_field(g) << 14 | ps_field(g->pa_bits) << 16 | (uint64_t)(id > 0xff) << 19 |
-               1ull << 31 | ds << 32;
+               (g->trk_hw ? 3ull << 21 : 0) | 1ull << 31 | ds << 32;
     out->mair = 0;
 }
 

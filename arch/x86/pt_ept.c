@@ -53,6 +53,7 @@
 #define E_LEAF (1ull << 7)
 #define E_A (1ull << 8)
 #define E_D (1ull << 9)
+#define E_TRK_SW (1ull << 11)
 
 /* EPT memory types (SDM 3C 29.3.7, 3A 13.3 Table 13-1). */
 enum { MT_UC = 0, MT_WC = 1, MT_WT = 4, MT_WP = 5, MT_WB = 6 };
@@ -74,6 +75,18 @@ static int ept_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
     int rc = mmp_core_x86_pt_setup(g, cfg, E_R | E_W | E_X, E_R | E_W | E_X | (ad ? E_A : 0),
                                    ad ? E_A | E_D : 0, true);
     g->fmt_flags = cfg->flags & (MMP_PT_EPT_XO | MMP_PT_EPT_AD);
+    /* Tracking (core/pt_track.c): hardware A/D (29.3.5) need EPTP bit 6;
+     * software marks tracked leaves with bit 11, ignored in every EPT
+     * entry (Tables 29-1..29-6). */
+    g->trk_w = g->trk_w_on = E_W;
+    g->trk_hw = (cfg->flags & MMP_PT_TRACK_HW) != 0;
+    if (g->trk_hw && !ad)
+        return -MMP_EINVAL;
+    g->trk_a = ad ? E_A : 0;
+    if (g->trk_hw)
+        g->trk_d = E_D;
+    else
+        g->trk_m = E_TRK_SW;
     return rc;
 }
 
@@ -95,7 +108,7 @@ static int ept_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uin
     if (i == N_TYPES)
         return -MMP_EINVAL;
     t |= (uint64_t)ept_types[i].mt << E_MT_SHIFT | (ept_types[i].ipat ? E_IPAT : 0);
-    if (g->fmt_flags & MMP_PT_EPT_AD)
+    if ((g->fmt_flags & MMP_PT_EPT_AD) && !g->trk_hw) /* TRACK_HW: the CPU sets them */
         t |= E_A | (p & MMP_PROT_WRITE ? E_D : 0);
     if (d + 1 < g->nlev)
         t |= E_LEAF;
@@ -105,9 +118,8 @@ static int ept_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uin
 
 static uint32_t ept_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
 {
-    (void)g;
     (void)d;
-    uint32_t a = (e & E_R ? MMP_PROT_READ : 0) | (e & E_W ? MMP_PROT_WRITE : 0) |
+    uint32_t a = (e & E_R ? MMP_PROT_READ : 0) | (e & (E_W | g->trk_m) ? MMP_PROT_WRITE : 0) |
                  (e & E_X ? MMP_PROT_EXEC : 0);
     unsigned mt = (unsigned)((e & E_MT) >> E_MT_SHIFT), ipat = (e & E_IPAT) != 0;
     for (size_t i = 0; i < N_TYPES; i++)

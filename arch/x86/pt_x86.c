@@ -88,9 +88,31 @@ int mmp_core_x86_pt_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg
     return 0;
 }
 
+/*
+ * Tracking (core/pt_track.c): with MMP_PT_TRACK_HW the MMU's own D and A
+ * (SDM 3A 4.8 "Accessed and Dirty Flags"; APM vol. 2 15.25.10 for NPT);
+ * without it, software marks tracked write-protected leaves with bit 11,
+ * ignored in every leaf (SDM 3A Tables 4-18..4-20; only HLAT paging, which
+ * mmport does not build, gives it a meaning).
+ */
+#define X_TRK_SW (1ull << 11)
+
+static int x86_track(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, int rc)
+{
+    g->trk_w = g->trk_w_on = X_RW;
+    g->trk_a = X_A;
+    g->trk_hw = (cfg->flags & MMP_PT_TRACK_HW) != 0;
+    if (g->trk_hw)
+        g->trk_d = X_D;
+    else
+        g->trk_m = X_TRK_SW;
+    return rc;
+}
+
 static int x86_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 {
-    return mmp_core_x86_pt_setup(g, cfg, X_P, X_P | X_RW | X_US | X_A, X_A | X_D, false);
+    return x86_track(g, cfg,
+                     mmp_core_x86_pt_setup(g, cfg, X_P, X_P | X_RW | X_US | X_A, X_A | X_D, false));
 }
 
 static bool is_npt(const struct mmp_pt_geom *g)
@@ -105,11 +127,12 @@ static int x86_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uin
     /* NPT: U is implied (every nested access is a user one), G meaningless. */
     if (is_npt(g) && (attrs & (MMP_PROT_USER | MMP_PROT_GLOBAL)))
         return -MMP_EINVAL;
-    uint64_t t = X_P | X_A;
+    /* A and D preset, unless the MMU is to set them (MMP_PT_TRACK_HW). */
+    uint64_t ad = g->trk_hw ? 0 : X_A, t = X_P | ad;
     if (is_npt(g))
         t |= X_US;
     if (attrs & MMP_PROT_WRITE)
-        t |= X_RW | X_D;
+        t |= X_RW | (ad ? X_D : 0);
     if (attrs & MMP_PROT_USER)
         t |= X_US;
     if (attrs & MMP_PROT_GLOBAL)
@@ -132,7 +155,7 @@ static uint32_t x86_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
 {
     (void)d;
     uint32_t a = MMP_PROT_READ;
-    if (e & X_RW)
+    if (e & (X_RW | g->trk_m)) /* a tracked leaf is write-protected, logically writable */
         a |= MMP_PROT_WRITE;
     if ((e & X_US) && !is_npt(g))
         a |= MMP_PROT_USER;
@@ -192,7 +215,8 @@ static void x86_regs(const struct mmp_pt_geom *g, uint64_t root_pa, uint16_t id,
 /* NPT input addresses are guest-physical: no canonical form. */
 static int npt_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 {
-    return mmp_core_x86_pt_setup(g, cfg, X_P, X_P | X_RW | X_US | X_A, X_A | X_D, true);
+    return x86_track(g, cfg,
+                     mmp_core_x86_pt_setup(g, cfg, X_P, X_P | X_RW | X_US | X_A, X_A | X_D, true));
 }
 
 const struct mmp_pt_fmt mmp_core_pt_fmt_x86_64 = {

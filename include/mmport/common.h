@@ -30,6 +30,7 @@
 #define MMP_ENOENT 2     /**< nothing mapped / no such item */
 #define MMP_EINTR 4      /**< cancelled by a callback */
 #define MMP_ENOMEM 12    /**< an allocation failed; nothing changed */
+#define MMP_EACCES 13    /**< the access is not allowed (a real permission fault) */
 #define MMP_EBUSY 16     /**< the object is in a state that forbids the call */
 #define MMP_EEXIST 17    /**< the target already holds a mapping */
 #define MMP_EINVAL 22    /**< malformed argument (alignment, NULL, flags) */

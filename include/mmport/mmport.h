@@ -11,5 +11,6 @@
 #include <mmport/cpu.h>
 #include <mmport/pt.h>
 #include <mmport/lazy.h>
+#include <mmport/track.h>
 
 #endif

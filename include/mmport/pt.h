@@ -97,6 +97,17 @@ enum mmp_pt_config_flag {
      * has no FWB bit. -EINVAL for other formats.
      */
     MMP_PT_S2FWB = 1u << 12,
+    /**
+     * Hardware dirty and access tracking (include/mmport/track.h): leaves
+     * are mapped with the state the MMU updates left clear or clean - x86
+     * and NPT A and D clear; EPT A and D clear (needs MMP_PT_EPT_AD, else
+     * -EINVAL); arm64 AF clear (the CPU must run with TCR/VTCR.HA) and
+     * writable leaves as DBM (bit 51) with write permission off, "clean
+     * writable" (TCR/VTCR.HD; mmp_pt_regs() sets HA and HD and
+     * mmp_pt_info() reports MMP_PT_FEAT_HAFDBS). Without it tracking is
+     * done in software (write-protect, mmp_pt_dirty_fault()).
+     */
+    MMP_PT_TRACK_HW = 1u << 11,
 };
 
 /** What a table looks like; fixed at creation. */
@@ -382,6 +393,9 @@ enum mmp_pt_feature {
     MMP_PT_FEAT_LPA = 1u << 1,
     /** FEAT_LVA: ID_AA64MMFR2_EL1.VARange = 0b0001 (64K stage 1, va_bits > 48). */
     MMP_PT_FEAT_LVA = 1u << 2,
+    /** FEAT_HAFDBS: ID_AA64MMFR1_EL1.HAFDBS = 0b0010 (hardware AF and dirty
+     * state), for arm64 tables made with MMP_PT_TRACK_HW. */
+    MMP_PT_FEAT_HAFDBS = 1u << 3,
 };
 
 /** Describe @p pt. Errors: -EINVAL (NULL argument). */

@@ -164,6 +164,18 @@ int pl_arch_targets(struct pl_target *t, int max)
         add(t, &n, max, 4096, 39, "arm64 4K 39-bit, NO_BLOCKS");
         t[n - 1].cfg.flags = MMP_PT_NO_BLOCKS;
     }
+    /* ID_AA64MMFR1_EL1.HAFDBS [3:0] (D19.2.65): 2 = hardware AF and dirty
+     * state (FEAT_HAFDBS), what MMP_PT_TRACK_HW tables need. */
+    unsigned hafdbs = (unsigned)(pl_read_sysreg(id_aa64mmfr1_el1) & 0xf);
+    if (hafdbs < 2)
+        pl_skip(hafdbs ? "ID_AA64MMFR1_EL1.HAFDBS = 1: hardware AF only, no dirty state"
+                       : "ID_AA64MMFR1_EL1.HAFDBS = 0: no hardware AF or dirty state (the "
+                         "software path runs on the other targets)",
+                "arm64 4K 48-bit, TRACK_HW");
+    else if (tg4 != 0xf && n < max) {
+        add(t, &n, max, 4096, 48, "arm64 4K 48-bit, TRACK_HW (HAFDBS: the MMU sets AF, DBM)");
+        t[n - 1].cfg.flags = MMP_PT_TRACK_HW;
+    }
     n = lpa_targets(t, n, max, mmfr0, 0);
     if (!pl_el2) {
         pl_printf("note: entered at EL1: no stage-2 tables\n");
@@ -515,4 +527,10 @@ uint64_t pl_arch_now_us(void)
 {
     uint64_t f = pl_read_sysreg(cntfrq_el0);
     return f ? pl_read_sysreg(cntvct_el0) * 1000000 / f : 0;
+}
+
+int pl_arch_access(uint64_t va, int store, uint64_t value)
+{
+    struct pl_probe p;
+    return (store ? pl_probe_store(va, value, &p) : pl_probe_load(va, &p)) != 0;
 }

@@ -66,6 +66,10 @@ void pl_arch_flip(const struct pl_target *t, uint64_t *desc);
 extern const uint32_t pl_ret_insn;
 extern const unsigned pl_ret_insn_size;
 
+/** A real store of @p value (@p store) or load at @p va through the active
+ * table (a fault-tolerant probe): 0 when it completed, 1 when it faulted. */
+int pl_arch_access(uint64_t va, int store, uint64_t value);
+
 /** A monotonic clock in microseconds (for the time each target takes). */
 uint64_t pl_arch_now_us(void);
 

@@ -15,6 +15,7 @@
 #include "mmu.h"
 
 #include <mmport/lazy.h>
+#include <mmport/track.h>
 
 /* x86-64, EPT, NPT: no contiguous bit, no break-before-make rule. */
 static int fmt_x86(const struct pl_target *t)
@@ -988,6 +989,115 @@ static void sc_enomem(struct mmp_pt *pt)
     scenario_end("a map that runs out of table memory changes nothing");
 }
 
+/*
+ * Dirty logging and access tracking on the real MMU, stage 1 (the
+ * payload's accesses are the guest's). With MMP_PT_TRACK_HW the MMU sets
+ * the bits itself (x86 D/A; arm64 AF and DBM with TCR.HA/HD); without it,
+ * software: a store to a tracked page faults, and the payload's "fault
+ * handler" (guest_access) calls mmp_pt_dirty_fault (an arm64 Access flag
+ * fault: mmp_pt_young_fault), invalidates that address locally and
+ * retries. A block is put under tracking (split to pages), the payload
+ * writes a random set of its pages, and the harvest must return exactly
+ * that set; a second harvest nothing; a new set after that exactly the new
+ * set (the MMU marks a re-armed page again only because the harvest
+ * flushed after re-arming). Then loads, and test_clear_young must return
+ * exactly the pages read. Stop folds the block back.
+ */
+static int bm_equal(const uint64_t *bm, const uint8_t *want, unsigned n, uint64_t va,
+                    const char *what)
+{
+    int bad = 0;
+    for (unsigned i = 0; i < n; i++)
+        if ((int)(bm[i / 64] >> (i % 64) & 1) != want[i]) {
+            mismatch(va + i * gran, what, want[i], !want[i]);
+            bad = 1;
+        }
+    return bad;
+}
+
+/* One access through the fault path: returns the faults taken (0 or 1). */
+static unsigned guest_access(struct mmp_pt *pt, uint64_t va, int store, uint64_t value)
+{
+    if (!pl_arch_access(va, store, value))
+        return 0;
+    int rc = store ? mmp_pt_dirty_fault(pt, va) : mmp_pt_young_fault(pt, va);
+    if (rc)
+        mismatch(va, store ? "mmp_pt_dirty_fault rc" : "mmp_pt_young_fault rc", 0, (uint64_t)rc);
+    pl_arch_tlb_flush((void *)(uintptr_t)cur, va & ~(gran - 1), gran, MMP_FLUSH_LEAF);
+    if (pl_arch_access(va, store, value))
+        mismatch(va, "access after the fault call faulted again", 0, 1);
+    return 1;
+}
+
+static void sc_dirty(struct mmp_pt *pt)
+{
+    enum mmp_pt_format f = cur->cfg.format;
+    int hw = (cur->cfg.flags & MMP_PT_TRACK_HW) != 0;
+    if ((f != MMP_PT_X86_64 && f != MMP_PT_ARM64_S1) || (cur->cfg.flags & MMP_PT_EL2))
+        return; /* second stages: the payload's accesses are not the guest's; EL2: probes at EL1 */
+    struct sizes s = target_sizes(cur);
+    if (s.block > (32ull << 20))
+        return; /* the bitmaps below hold up to 8192 pages */
+    scenario_begin();
+    static uint64_t bm[8192 / 64];
+    static uint8_t want[8192];
+    unsigned n = (unsigned)(s.block / gran), writes = 0, reads = 0, faults = 0, want_faults = 0;
+    uint64_t va = cur->window, pa = pl_scratch_lo, cnt = ~0ull;
+    op_map(pt, va, pa, s.block, RW, 0);
+    int rc = mmp_pt_track_start(pt, va, s.block, 0);
+    if (rc)
+        mismatch(va, "mmp_pt_track_start rc", 0, (uint64_t)rc);
+    struct mmp_pt_leaf l;
+    if (mmp_pt_lookup(pt, va, &l) || l.size != gran)
+        mismatch(va, "start: split to the granule (leaf size)", gran, l.size);
+    mmp_pt_track_harvest(pt, va, s.block, bm, &cnt);
+    if (cnt)
+        mismatch(va, "pages dirty right after start", 0, cnt);
+    for (int round = 0; round < 3; round++) {
+        memset(want, 0, n);
+        unsigned k = round == 1 ? 0 : 1 + (unsigned)pl_rand_below(40);
+        for (unsigned j = 0; j < k; j++) {
+            unsigned i = (unsigned)pl_rand_below(n);
+            want_faults += !hw && !want[i]; /* software: the first store per page faults */
+            want[i] = 1;
+            faults += guest_access(pt, va + i * gran + 8 * pl_rand_below(gran / 8), 1, 0x7d17 + j);
+            writes++;
+        }
+        rc = mmp_pt_track_harvest(pt, va, s.block, bm, &cnt);
+        if (rc)
+            mismatch(va, "mmp_pt_track_harvest rc", 0, (uint64_t)rc);
+        bm_equal(bm, want, n, va, "harvest: page written (1) / not (0)");
+        mmp_pt_track_harvest(pt, va, s.block, bm, &cnt);
+        if (cnt)
+            mismatch(va, "second harvest without writes", 0, cnt);
+    }
+    if (faults != want_faults)
+        mismatch(va, "write faults taken (software tracking: one per page and pass)",
+                 want_faults, faults);
+    /* access flags: clear them all, read a set, clear again */
+    mmp_pt_test_clear_young(pt, va, s.block, bm, &cnt);
+    memset(want, 0, n);
+    for (unsigned j = 0, k = 1 + (unsigned)pl_rand_below(40); j < k; j++) {
+        unsigned i = (unsigned)pl_rand_below(n);
+        want[i] = 1;
+        guest_access(pt, va + i * gran, 0, 0);
+        reads++;
+    }
+    rc = mmp_pt_test_clear_young(pt, va, s.block, bm, &cnt);
+    if (rc)
+        mismatch(va, "mmp_pt_test_clear_young rc", 0, (uint64_t)rc);
+    bm_equal(bm, want, n, va, "young: page read (1) / not (0)");
+    rc = mmp_pt_track_stop(pt, va, s.block);
+    uint64_t folded = (cur->cfg.flags & (MMP_PT_NO_BLOCKS | MMP_PT_NO_FOLD)) ? gran : s.block;
+    if (rc || mmp_pt_lookup(pt, va, &l) || l.size != folded)
+        mismatch(va, "stop: folded back into a block (leaf size)", folded, l.size);
+    verify(pt, va, va + s.block);
+    op_unmap(pt, va, s.block);
+    scenario_end("dirty logging, %s: %u writes (%u faults) and %u reads harvested exactly "
+                 "(split, re-armed, folded back)",
+                 hw ? "the MMU's bits" : "software (write faults)", writes, faults, reads);
+}
+
 #ifndef PL_SEED
 #define PL_SEED 0x6d6d7530 /* override: make -f tests/mmu/mmu.mk PL_EXTRA=-DPL_SEED=... */
 #endif
@@ -1046,6 +1156,7 @@ static void run_target(const struct pl_target *t, unsigned idx)
     sc_enomem(&pt);
     sc_lazy(&pt);
     sc_high_pa(&pt);
+    sc_dirty(&pt);
     sc_random(&pt, PL_SEED + idx, PL_NOPS);
 
     /* Everything the scenarios mapped is gone: no table left empty, and the
@@ -1081,7 +1192,7 @@ static void run_target(const struct pl_target *t, unsigned idx)
 
 void pl_run_scenarios(void)
 {
-    static struct pl_target targets[24];
+    static struct pl_target targets[32];
     pl_srand(1);
     int n = pl_arch_targets(targets, (int)PL_ARRAY_SIZE(targets));
     for (int i = 0; i < n; i++)

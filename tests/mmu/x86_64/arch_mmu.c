@@ -134,6 +134,10 @@ int pl_arch_targets(struct pl_target *t, int max)
     cr4_extra = ((r[1] & (1u << 7)) ? CR4_SMEP : 0) | ((r[1] & (1u << 20)) ? CR4_SMAP : 0);
     if (max >= 1)
         add(t, &n, 48, max_leaf, "x86-64 4-level (48-bit VA)");
+    if (max - n >= 1) { /* the MMU sets A and D (dirty-logging scenario) */
+        add(t, &n, 48, max_leaf, "x86-64 4-level, TRACK_HW");
+        t[n - 1].cfg.flags = MMP_PT_TRACK_HW;
+    }
     if (max >= 3) {
         add(t, &n, 48, max_leaf, "x86-64 4-level, NO_BLOCKS|FLUSH_ALL_OVER|KEEP_TABLES");
         t[n - 1].cfg.flags = MMP_PT_NO_BLOCKS | MMP_PT_FLUSH_ALL_OVER | MMP_PT_KEEP_TABLES;
@@ -567,4 +571,10 @@ uint64_t pl_arch_now_us(void)
     uint32_t lo, hi;
     __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
     return (((uint64_t)hi << 32) | lo) / 1000;
+}
+
+int pl_arch_access(uint64_t va, int store, uint64_t value)
+{
+    struct pl_probe p;
+    return (store ? pl_probe_store(va, value, &p) : pl_probe_load(va, &p)) != 0;
 }

@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Dirty logging and access tracking (include/mmport/track.h).
+ *
+ * Every pass is a visitor of the one walker: one leaf transform, "where
+ * (e & chk) == val, store (e & ~clr) | set, report the pages", with the
+ * format's tracking bits (mmp_pt_geom::trk_*) choosing chk/val/clr/set:
+ *   harvest, D model     D set          -> clear D
+ *   harvest, mark model  marked+writable -> write-protect
+ *   start, D model       D set          -> clear D (no report)
+ *   start, mark model    writable       -> mark + write-protect
+ *   stop, software mark  marked         -> unmark + writable
+ *   young                A set          -> clear A
+ * Each store is a compare-and-swap (the MMU, or a fault handler on another
+ * thread, may set bits meanwhile); the changed range goes through the
+ * engine's break-before-make primitive (the format's rule: a permission or
+ * A/D change needs none) and so to the one flush path, core/pt_batch.c.
+ * Splitting (start) is the engine's OP_SPLIT; folding back (stop) is the
+ * engine's own fold, reached by re-mapping one page of a region that can
+ * fold with the translation it already has.
+ */
+#include <mmport/track.h>
+
+#include "pt_op.h"
+#include "pt_walk.h"
+
+struct trk {
+    struct pt_op op; /* for mmp_core_pt_break */
+    uint64_t va0, last;
+    uint64_t *bm; /* NULL: no report */
+    uint64_t count;
+    uint64_t chk, val, clr, set;
+    /* the format's rule for the last set of non-address bits seen */
+    bool asked, tm_bbm;
+    unsigned tm_d;
+    uint64_t tm;
+};
+
+static inline uint64_t slot_sz(const struct mmp_pt_geom *g, unsigned d)
+{
+    return (uint64_t)1 << g->shift[d];
+}
+
+static bool cas(uint64_t *p, uint64_t old, uint64_t nw)
+{
+    return AO_compare_and_swap_full((volatile AO_t *)(void *)p, (AO_t)old, (AO_t)nw) != 0;
+}
+
+/* Apply the transform to *p while it matches; true when it stored. */
+static bool xform(const struct trk *w, uint64_t *p)
+{
+    for (;;) {
+        uint64_t e = pt_ld(p);
+        if ((e & w->chk) != w->val)
+            return false;
+        if (cas(p, e, (e & ~w->clr) | w->set))
+            return true;
+    }
+}
+
+/* Report the pages of [lo, hi] inside the range. */
+static void report(struct trk *w, uint64_t lo, uint64_t hi)
+{
+    if (!w->bm)
+        return;
+    if (lo < w->va0)
+        lo = w->va0;
+    if (hi > w->last)
+        hi = w->last;
+    unsigned gs = w->op.g->granule_shift;
+    uint64_t i = (lo - w->va0) >> gs, j = (hi - w->va0) >> gs;
+    w->count += j - i + 1;
+    for (; i <= j && (i & 63); i++)
+        w->bm[i >> 6] |= 1ull << (i & 63);
+    for (; i + 63 <= j; i += 64)
+        w->bm[i >> 6] = ~0ull;
+    for (; i <= j; i++)
+        w->bm[i >> 6] |= 1ull << (i & 63);
+}
+
+/* The format's rule for the transform of e, asked once per distinct set of
+ * non-address bits (an attribute change of a valid leaf; a tracking bit
+ * is no attribute, so no format asks for a break today). */
+static bool rule(struct trk *w, unsigned d, uint64_t e)
+{
+    const struct mmp_pt_geom *g = w->op.g;
+    uint64_t tm = e & ~g->oa_mask[d];
+    if (!w->asked || tm != w->tm || d != w->tm_d) {
+        w->asked = true;
+        w->tm = tm;
+        w->tm_d = d;
+        w->tm_bbm = g->fmt->needs_bbm(g, d, e, (e & ~w->clr) | w->set, PT_CHG_ATTR);
+    }
+    return w->tm_bbm;
+}
+
+/* Transform slot k of t (depth d, its leaf at va_k) if it matches: in
+ * place with a compare-and-swap, or, where the rule says so, broken first
+ * (the engine's primitive: invalid, barrier, flush), then written. */
+static bool apply(struct trk *w, unsigned d, uint64_t *t, unsigned k, uint64_t va_k)
+{
+    uint64_t e = pt_ld(&t[k]);
+    if ((e & w->chk) != w->val || pt_kind(w->op.g, d, e) != PT_LEAF)
+        return false;
+    if (!rule(w, d, e))
+        return xform(w, &t[k]);
+    mmp_core_pt_break(&w->op, d, t, k, k, va_k, true);
+    pt_st(&t[k], (e & ~w->clr) | w->set);
+    return true;
+}
+
+/* Slots [lo, hi] changed in place: their flush, deferred to the pass's end
+ * (the engine's primitive without a break, so the one batching layer). */
+static void changed(struct trk *w, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
+                    uint64_t va_lo)
+{
+    mmp_core_pt_break(&w->op, d, t, lo, hi, va_lo, false);
+}
+
+/* A contiguous run holding slot k: its state is the OR of its entries (the
+ * MMU may update any one of them); the entries in [a, b] are re-armed.
+ * Returns the last slot of the run inside [a, b]. */
+static unsigned run(struct trk *w, struct pt_slot *s, unsigned k, unsigned a, unsigned b,
+                    uint64_t base)
+{
+    const struct mmp_pt_geom *g = w->op.g;
+    unsigned d = s->d, R = 1u << g->cont[d], lo = k & ~(R - 1), hi = lo + R - 1;
+    uint64_t sz = slot_sz(g, d);
+    bool hit = false;
+    for (unsigned m = lo; m <= hi; m++)
+        hit |= (pt_ld(&s->t[m]) & w->chk) == w->val;
+    unsigned x = lo > a ? lo : a, y = hi < b ? hi : b;
+    if (hit) {
+        report(w, base + (uint64_t)(lo - a) * sz, base + (uint64_t)(hi - a + 1) * sz - 1);
+        bool st = false;
+        for (unsigned m = x; m <= y; m++)
+            st |= apply(w, d, s->t, m, base + (uint64_t)(m - a) * sz);
+        if (st)
+            changed(w, d, s->t, x, y, base + (uint64_t)(x - a) * sz);
+    }
+    return y;
+}
+
+/*
+ * Slots [s->i, span_last] of a table: leaves (or holes; tables are
+ * descended by the walker). The scan is the harvest's hot path, eight
+ * entries at a time with one branch: an entry can match only if its
+ * lowest chk bit has the value val wants (a clean tracked leaf differs
+ * from a dirty one there: D, A, or the write permission), or if it is in
+ * a contiguous run; the full test follows only for such a group.
+ */
+static int trk_span(void *ctx, struct pt_slot *s)
+{
+    struct trk *w = (struct trk *)ctx;
+    const struct mmp_pt_geom *g = w->op.g;
+    unsigned d = s->d, a = s->i, b = pt_idx(g, d, s->span_last);
+    uint64_t sz = slot_sz(g, d), base = s->va & ~(sz - 1);
+    const uint64_t chk = w->chk, val = w->val, cb = g->cont_bit, fm = chk & (0 - chk);
+    uint64_t *t = s->t;
+    unsigned lo = b + 1, hi = 0;
+    for (unsigned k = a; k <= b;) {
+        if (b - k >= 7) {
+            const uint64_t *q = &t[k];
+            uint64_t e0 = pt_ld(&q[0]), e1 = pt_ld(&q[1]), e2 = pt_ld(&q[2]), e3 = pt_ld(&q[3]);
+            uint64_t e4 = pt_ld(&q[4]), e5 = pt_ld(&q[5]), e6 = pt_ld(&q[6]), e7 = pt_ld(&q[7]);
+            uint64_t x = ~((e0 ^ val) & (e1 ^ val) & (e2 ^ val) & (e3 ^ val) & (e4 ^ val) &
+                           (e5 ^ val) & (e6 ^ val) & (e7 ^ val));
+            uint64_t c = (e0 | e1 | e2 | e3 | e4 | e5 | e6 | e7) & cb;
+            if (__builtin_expect(!((x & fm) | c), 1)) {
+                k += 8;
+                continue;
+            }
+        }
+        unsigned end = b - k >= 7 ? k + 7 : b;
+        for (; k <= end; k++) {
+            uint64_t e = pt_ld(&t[k]), lv = base + (uint64_t)(k - a) * sz;
+            if ((e & cb) && pt_kind(g, d, e) == PT_LEAF) {
+                k = run(w, s, k, a, b, base);
+                if (k >= end)
+                    end = k;
+            } else if ((e & chk) == val && apply(w, d, t, k, lv)) {
+                report(w, lv, lv + sz - 1);
+                lo = lo > b ? k : lo;
+                hi = k;
+            }
+        }
+    }
+    if (lo <= b)
+        changed(w, d, t, lo, hi, base + (uint64_t)(lo - a) * sz);
+    return 0;
+}
+
+static const struct pt_visitor trk_visitor = {.span = trk_span};
+
+static int trk_run(struct trk *w, struct pt *pt, uint64_t va, uint64_t last)
+{
+    w->op.pt = pt;
+    w->op.g = &pt->g;
+    w->op.kind = OP_PROT;
+    w->va0 = va;
+    w->last = last;
+    return pt_walk(&trk_visitor, w, pt, pt->g.nlev, 0, pt->root, false, va, last);
+}
+
+/* Transforms. A writable leaf: (e & trk_w) == trk_w_on; write-protecting
+ * flips trk_w (AP[2] set, or W / S2AP[1] clear). */
+static void t_protect(const struct mmp_pt_geom *g, struct trk *w, uint64_t chk, uint64_t val,
+                      uint64_t set)
+{
+    w->chk = chk;
+    w->val = val;
+    w->clr = g->trk_w;
+    w->set = (g->trk_w ^ g->trk_w_on) | set;
+}
+
+static void t_harvest(const struct mmp_pt_geom *g, struct trk *w)
+{
+    if (g->trk_d) {
+        w->chk = w->val = w->clr = g->trk_d;
+        w->set = 0;
+    } else {
+        t_protect(g, w, g->trk_m | g->trk_w, g->trk_m | g->trk_w_on, 0);
+    }
+}
+
+static int check(struct mmp_pt *p, uint64_t va, uint64_t size, uint64_t *last)
+{
+    if (!p || !pt_of(p)->root)
+        return -MMP_EINVAL;
+    return mmp_core_pt_check_va(pt_of(p), va, size, last);
+}
+
+/* The end of a tracking pass: the flush is not deferred by a lazy section
+ * (the report is complete only after it). */
+static void pass_end(struct pt *pt)
+{
+    if (pt->barrier_pending || pt->nranges || pt->flush_all || pt->dfree || pt->nkept)
+        mmp_core_pt_sync(pt);
+}
+
+static int bitmap_pass(struct mmp_pt *p, uint64_t va, uint64_t size, uint64_t *bitmap,
+                       uint64_t *count, bool young)
+{
+    uint64_t last;
+    int rc = check(p, va, size, &last);
+    if (rc)
+        return rc;
+    if (!bitmap)
+        return -MMP_EINVAL;
+    struct pt *pt = pt_of(p);
+    const struct mmp_pt_geom *g = &pt->g;
+    if (young && !g->trk_a)
+        return -MMP_ENOTSUP;
+    uint64_t n = size >> g->granule_shift;
+    __builtin_memset(bitmap, 0, ((n + 63) / 64) * 8);
+    struct trk w;
+    __builtin_memset(&w, 0, sizeof w);
+    w.bm = bitmap;
+    if (young) {
+        w.chk = w.val = w.clr = g->trk_a;
+    } else {
+        t_harvest(g, &w);
+    }
+    rc = trk_run(&w, pt, va, last);
+    pass_end(pt);
+    if (count)
+        *count = w.count;
+    return rc;
+}
+
+int mmp_pt_track_harvest(struct mmp_pt *p, uint64_t va, uint64_t size, uint64_t *bitmap,
+                         uint64_t *count)
+{
+    return bitmap_pass(p, va, size, bitmap, count, false);
+}
+
+int mmp_pt_test_clear_young(struct mmp_pt *p, uint64_t va, uint64_t size, uint64_t *bitmap,
+                            uint64_t *count)
+{
+    return bitmap_pass(p, va, size, bitmap, count, true);
+}
+
+/* Split, then arm, [lo, hi]. */
+static int start_chunk(struct pt *pt, uint64_t lo, uint64_t hi)
+{
+    const struct mmp_pt_geom *g = &pt->g;
+    struct pt_op o;
+    __builtin_memset(&o, 0, sizeof o);
+    o.pt = pt;
+    o.g = g;
+    o.kind = OP_SPLIT;
+    int rc = mmp_core_pt_run(&o, lo, hi);
+    if (rc)
+        return rc;
+    struct trk w;
+    __builtin_memset(&w, 0, sizeof w);
+    if (g->trk_d) {
+        t_harvest(g, &w);
+    } else {
+        t_protect(g, &w, g->trk_w, g->trk_w_on, g->trk_m);
+    }
+    rc = trk_run(&w, pt, lo, hi);
+    /* flushed before start returns, lazy section or not: a write through a
+     * TLB entry still writable (or caching D = 1) after it would be lost */
+    pass_end(pt);
+    return rc;
+}
+
+int mmp_pt_track_start(struct mmp_pt *p, uint64_t va, uint64_t size,
+                       const struct mmp_track_opts *opts)
+{
+    uint64_t last;
+    int rc = check(p, va, size, &last);
+    if (rc)
+        return rc;
+    struct pt *pt = pt_of(p);
+    uint64_t chunk = opts && opts->chunk ? opts->chunk : MMP_TRACK_DEFAULT_CHUNK;
+    if (chunk & (((uint64_t)1 << pt->g.granule_shift) - 1))
+        return -MMP_EINVAL;
+    uint64_t done = 0;
+    for (uint64_t lo = va;;) {
+        uint64_t hi = last - lo >= chunk ? lo + chunk - 1 : last;
+        rc = start_chunk(pt, lo, hi);
+        if (rc)
+            break;
+        done = hi - va + 1;
+        if (hi == last)
+            break;
+        if (opts && opts->yield && opts->yield(opts->yield_arg, done, size)) {
+            rc = -MMP_EINTR;
+            break;
+        }
+        lo = hi + 1;
+    }
+    if (opts && opts->done)
+        *opts->done = done;
+    return rc;
+}
+
+/* ---- stop: disarm, then fold back --------------------------------------- */
+
+/* Where the walk ends up for one address: the table and slot. */
+struct find {
+    uint64_t *t;
+    unsigned d, i;
+};
+
+static int find_span(void *ctx, struct pt_slot *s)
+{
+    struct find *f = (struct find *)ctx;
+    f->t = s->t;
+    f->d = s->d;
+    f->i = s->i;
+    return 1;
+}
+
+static const struct pt_visitor find_visitor = {.flags = PT_V_ACQUIRE, .span = find_span};
+
+static struct find find(const struct pt *pt, uint64_t va)
+{
+    struct find f = {NULL, 0, 0};
+    pt_walk(&find_visitor, &f, pt, pt->g.nlev, 0, pt->root, false, va, va);
+    return f;
+}
+
+/*
+ * Entries [k0, k0 + n) of leaf table t (depth d) map one output range
+ * starting at an n * sz aligned address with identical attributes (bits
+ * the hardware changes aside), none contiguous: *pa, *attrs describe it.
+ */
+static bool uniform(const struct pt *pt, unsigned d, const uint64_t *t, unsigned k0, unsigned n,
+                    uint64_t *pa, uint32_t *attrs)
+{
+    const struct mmp_pt_geom *g = &pt->g;
+    uint64_t sz = slot_sz(g, d), m = ~g->oa_mask[d] & ~g->ign_mask;
+    uint64_t e0 = pt_ld(&t[k0]), pa0 = pt_oa(g, d, e0);
+    if (pt_kind(g, d, e0) != PT_LEAF || (pa0 & (n * sz - 1)))
+        return false;
+    for (unsigned k = 0; k < n; k++) {
+        uint64_t e = pt_ld(&t[k0 + k]);
+        if (pt_kind(g, d, e) != PT_LEAF || (e & g->cont_bit) || pt_oa(g, d, e) != pa0 + k * sz ||
+            (e & m) != (e0 & m))
+            return false;
+    }
+    *pa = pa0;
+    *attrs = g->fmt->attrs(g, d, e0);
+    return true;
+}
+
+/* Fold what can be folded in [lo, hi], one last-level table's span: the
+ * engine folds a region whose remaining pages already match when a map
+ * completes it, so re-mapping one page with its own translation is the
+ * request (a size-only change where the format allows, Arm's
+ * break-before-make where not). */
+static void fold(struct mmp_pt *p, uint64_t lo, uint64_t hi)
+{
+    struct pt *pt = pt_of(p);
+    const struct mmp_pt_geom *g = &pt->g;
+    unsigned d = g->nlev - 1;
+    uint64_t sz = slot_sz(g, d), pa;
+    uint32_t attrs;
+    struct find f = find(pt, lo);
+    if (!f.t || f.d != d)
+        return; /* a block or a hole */
+    unsigned n = (unsigned)pt_nent(g, d);
+    uint64_t base = lo - (uint64_t)f.i * sz;
+    if (lo == base && hi == base + n * sz - 1 && g->leaf_ok[d - 1] &&
+        !(pt->cfg_flags & MMP_PT_NO_BLOCKS) && uniform(pt, d, f.t, 0, n, &pa, &attrs)) {
+        mmp_pt_map(p, lo, pa, sz, attrs, MMP_MAP_REPLACE);
+        return;
+    }
+    if (!g->cont[d] || (pt->cfg_flags & MMP_PT_NO_CONT))
+        return;
+    unsigned R = 1u << g->cont[d];
+    for (unsigned k = (f.i + R - 1) & ~(R - 1); base + (uint64_t)(k + R) * sz - 1 <= hi; k += R) {
+        /* (re-read: the previous fold may have freed nothing here, but a
+         * run's table stays the same one) */
+        if (uniform(pt, d, f.t, k, R, &pa, &attrs))
+            mmp_pt_map(p, base + (uint64_t)k * sz, pa, sz, attrs, MMP_MAP_REPLACE);
+    }
+}
+
+int mmp_pt_track_stop(struct mmp_pt *p, uint64_t va, uint64_t size)
+{
+    uint64_t last;
+    int rc = check(p, va, size, &last);
+    if (rc)
+        return rc;
+    struct pt *pt = pt_of(p);
+    const struct mmp_pt_geom *g = &pt->g;
+    if (!g->trk_hw) {
+        struct trk w;
+        __builtin_memset(&w, 0, sizeof w);
+        /* marked -> unmarked, writable and accessed: the state map gives a
+         * leaf here (A/AF preset), which folding back needs */
+        w.chk = w.val = g->trk_m;
+        w.clr = g->trk_m | g->trk_w;
+        w.set = g->trk_w_on | g->trk_a;
+        rc = trk_run(&w, pt, va, last);
+        mmp_core_pt_call_end(pt);
+        if (rc)
+            return rc;
+    }
+    if ((pt->cfg_flags & MMP_PT_NO_FOLD) || g->nlev < 2)
+        return 0;
+    /* One last-level table's span at a time (its table may be folded away). */
+    uint64_t span = slot_sz(g, g->nlev - 2);
+    for (uint64_t lo = va;;) {
+        uint64_t end = (lo | (span - 1)), hi = end < last ? end : last;
+        fold(p, lo, hi);
+        if (hi == last)
+            return 0;
+        lo = hi + 1;
+    }
+}
+
+/* ---- from fault handlers ------------------------------------------------ */
+
+static int fault(struct mmp_pt *p, uint64_t va, bool write)
+{
+    if (!p || !pt_of(p)->root)
+        return -MMP_EINVAL;
+    const struct pt *pt = pt_of(p);
+    const struct mmp_pt_geom *g = &pt->g;
+    uint64_t gm = ((uint64_t)1 << g->granule_shift) - 1, last;
+    int rc = mmp_core_pt_check_va(pt, va & ~gm, gm + 1, &last);
+    if (rc)
+        return rc;
+    if (!write && !g->trk_a)
+        return -MMP_ENOTSUP;
+    struct find f = find(pt, va);
+    if (!f.t)
+        return -MMP_ENOENT;
+    uint64_t e = pt_ld(&f.t[f.i]);
+    if (pt_kind(g, f.d, e) != PT_LEAF)
+        return -MMP_ENOENT;
+    unsigned lo = f.i, hi = f.i;
+    if (e & g->cont_bit) {
+        unsigned R = 1u << g->cont[f.d];
+        lo = f.i & ~(R - 1);
+        hi = lo + R - 1;
+    }
+    for (unsigned k = lo; k <= hi; k++) {
+        for (;;) {
+            uint64_t x = pt_ld(&f.t[k]), nw = x | g->trk_a;
+            if (write) {
+                bool wr = (x & g->trk_w) == g->trk_w_on;
+                if (g->trk_d && wr)
+                    nw |= g->trk_d;
+                else if (!g->trk_d && !wr && (x & g->trk_m))
+                    nw = (nw & ~g->trk_w) | g->trk_w_on;
+                else if (!wr)
+                    return -MMP_EACCES;
+            }
+            if (nw == x || cas(&f.t[k], x, nw))
+                break;
+        }
+    }
+    return 0;
+}
+
+int mmp_pt_dirty_fault(struct mmp_pt *p, uint64_t va)
+{
+    return fault(p, va, true);
+}
+
+int mmp_pt_young_fault(struct mmp_pt *p, uint64_t va)
+{
+    return fault(p, va, false);
+}
