@@ -61,6 +61,15 @@ struct mmp_pt_geom {
     uint32_t features;              /* enum mmp_pt_feature */
     uint64_t hcr_set;               /* arm64 stage 2: HCR_EL2 bits the encoding needs */
     uint64_t max_leaf;              /* create-time leaf-size limit, 0 = none */
+    /*
+     * Shared update mode (MMP_PT_SHARED): the software bit that marks an
+     * entry LOCKED by a writer. A locked entry is invalid to the hardware
+     * (the format's valid bits clear) and keeps the other bits of the
+     * entry it replaced: (old & ~valid_bit) | lock_bit. The bit is one the
+     * format ignores in invalid descriptors and mmport never sets in a
+     * valid one (set by the format's setup; see pt_locked()).
+     */
+    uint64_t lock_bit;
 };
 
 /* What a change of a live entry does (mmp_pt_fmt::needs_bbm). */

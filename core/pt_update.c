@@ -7,12 +7,15 @@
 
 static int op_init(struct pt_op *o, struct mmp_pt *p, int kind, uint32_t attrs)
 {
-    __builtin_memset(o, 0, sizeof *o);
+    /* (lk is scratch for shared mode: not cleared on the hot path) */
+    __builtin_memset(o, 0, __builtin_offsetof(struct pt_op, lk));
     struct pt *pt = pt_of(p);
     o->pt = pt;
     o->g = &pt->g;
     o->kind = kind;
     o->attrs = attrs;
+    o->shared = (pt->cfg_flags & MMP_PT_SHARED) != 0;
+    o->st = o->shared ? &o->lst : &pt->st;
     if (pt->cfg_flags & MMP_PT_NO_BLOCKS)
         o->flags |= OPF_NOBLOCK;
     if (pt->cfg_flags & MMP_PT_NO_CONT)

@@ -67,9 +67,10 @@ elif want asan && build asan build-asan; then
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         suite asan build/$ARCH-asan/tests/mmport-test
 fi
-# The suites with threads (concurrent walkers, parallel clearing) under TSan.
+# The suites with threads (concurrent walkers, parallel clearing, shared-mode
+# writers) under TSan.
 if [ -z "$native_runner" ] && want tsan && build tsan build-tsan; then
-    for s in concurrency clear; do
+    for s in concurrency clear pt_shared; do
         CK_RUN_SUITE=$s TSAN_OPTIONS=halt_on_error=1 \
             suite tsan-$s build/$ARCH-tsan/tests/mmport-test
     done

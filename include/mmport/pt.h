@@ -7,8 +7,9 @@
  * Contract, for every call below:
  * - Errors are negative MMP_E* values; a call that fails changes nothing
  *   (no entry written, no table page kept, no flush issued).
- * - Writers are serialised by the caller (one writer per table at a time).
- *   Lookups and walks may run concurrently with a writer: every descriptor
+ * - Writers are serialised by the caller (one writer per table at a time),
+ *   except in a table created with MMP_PT_SHARED (many writers at once,
+ *   see there). Lookups and walks may run concurrently with a writer: every descriptor
  *   is written with one aligned atomic store, so a reader sees the old
  *   entry, the new one, or (inside a break-before-make window) an invalid
  *   one; never a torn descriptor.
@@ -97,6 +98,36 @@ enum mmp_pt_config_flag {
      * has no FWB bit. -EINVAL for other formats.
      */
     MMP_PT_S2FWB = 1u << 12,
+    /**
+     * Shared update mode: map, unmap and protect on this table may run
+     * from any number of threads at once, and with lookups (the second-
+     * stage fault path of a VM with many vCPUs, as KVM's shared walks).
+     * Every call then changes ONE leaf slot: size is a leaf size of the
+     * table (the granule, or a block size) and va (and pa) are aligned to
+     * it; other ranges give -ENOTSUP. Every entry change is a compare-and-
+     * swap; a change that needs break-before-make first swaps the entry to
+     * a LOCKED invalid value (a software bit of the format), does barrier
+     * and flush, then stores the new entry. Conflicts:
+     * - a call that meets a locked entry, or loses a race it cannot
+     *   resolve within a few retries, returns -EAGAIN with nothing changed
+     *   (the caller re-faults, as KVM returns -EAGAIN to the vCPU);
+     * - two maps of the same slot: one wins, the other returns -EEXIST
+     *   (as any map over a mapping does);
+     * - a lost race to install a table is resolved inside the call (the
+     *   loser gives its table back and uses the winner's).
+     * A failed call (-EAGAIN, -EEXIST, -ENOMEM, ...) changed no entry and
+     * keeps no table page; calls are linearisable. Table pages unlinked by
+     * a shared call (folds, splits replaced) go to mmp_pt_ops::retire_table,
+     * or, where that is NULL, to the built-in epoch scheme of the hosted
+     * build (freed once no lookup or shared call that may be inside is
+     * running; mmp_pt_reclaim() waits for that). Each call flushes what it
+     * changed before it returns: lazy sections (mmp_lazy_*) do not batch
+     * shared calls. mmp_pt_walk() restarts at an entry being changed;
+     * mmp_pt_usage() and mmp_pt_dump() want a quiescent table. The ops
+     * hooks are called from any writer thread at once. Without a retire
+     * hook in a freestanding build, mmp_pt_init() returns -EINVAL.
+     */
+    MMP_PT_SHARED = 1u << 16,
 };
 
 /** What a table looks like; fixed at creation. */
@@ -196,6 +227,15 @@ struct mmp_pt_ops {
      */
     void (*tlb_flush)(void *ctx, uint64_t va, uint64_t size, unsigned flags);
     void *ctx; /**< passed as the first argument of every hook */
+    /**
+     * MMP_PT_SHARED tables: a table page a shared call unlinked (and
+     * flushed). Lookups and shared calls that started before may still be
+     * reading it: give it to free_table (or reuse it) only after they have
+     * ended, e.g. with call_rcu() when every lookup and shared call runs
+     * inside rcu_read_lock(). NULL: the built-in epoch scheme (hosted
+     * build), which brackets those calls itself. Unused by other tables.
+     */
+    void (*retire_table)(void *ctx, void *va, uint64_t pa, size_t bytes);
 };
 
 /** One leaf translation, as lookup and walk report it. */
@@ -249,8 +289,20 @@ struct mmp_pt {
 MMP_API int mmp_pt_init(struct mmp_pt *pt, const struct mmp_pt_config *cfg,
                         const struct mmp_pt_ops *ops);
 
-/** Free every table page of @p pt. The table must not be in use by an MMU. */
+/** Free every table page of @p pt. The table must not be in use by an MMU
+ * (nor by another thread). A MMP_PT_SHARED table first waits for its
+ * retired pages as mmp_pt_reclaim() does. */
 MMP_API void mmp_pt_fini(struct mmp_pt *pt);
+
+/**
+ * MMP_PT_SHARED tables with the built-in epoch scheme: wait until every
+ * lookup and shared call running on any table when it was called has
+ * ended, then free the table pages such calls retired. Must not be called
+ * by a thread inside such a call (a tlb_flush hook). Does nothing for
+ * other tables or with mmp_pt_ops::retire_table.
+ * Errors: -EINVAL (NULL or uninitialised table).
+ */
+MMP_API int mmp_pt_reclaim(struct mmp_pt *pt);
 
 /** mmp_pt_init() on heap storage. Errors as init; -ENOMEM; -ENOSYS in a
  * freestanding build (no heap: embed struct mmp_pt and call mmp_pt_init). */
