@@ -1162,6 +1162,12 @@ static int sh_unit(struct pt_op *o, uint64_t va, uint64_t last)
     return -MMP_ENOTSUP;
 }
 
+static void sh_count(uint64_t *c, uint64_t n)
+{
+    if (n)
+        AO_fetch_and_add((volatile AO_t *)(void *)c, (AO_t)n);
+}
+
 /* End of a shared call: its barrier and flush, its retired tables, and its
  * counters added to the table's. */
 static void sh_end(struct pt_op *o)
@@ -1178,10 +1184,11 @@ static void sh_end(struct pt_op *o)
         else
             mmp_host_epoch_retire(pt->ops.free_table, pt->ops.ctx, va, pa, gran(o->g));
     }
-    uint64_t *src = (uint64_t *)(void *)o->st, *dst = (uint64_t *)(void *)&pt->st;
-    for (size_t k = 0; k < sizeof *o->st / sizeof *src; k++)
-        if (src[k])
-            AO_fetch_and_add((volatile AO_t *)(void *)&dst[k], (AO_t)src[k]);
+    /* The rare counters only: one locked add per fault on a line every
+     * writer shares would be the first limit on many CPUs (pt.h). */
+    sh_count(&pt->st.table_pages, o->st->table_pages);
+    sh_count(&pt->st.flushes, o->st->flushes);
+    sh_count(&pt->st.bbm, o->st->bbm);
 }
 
 static inline __attribute__((always_inline)) int pt_run_shared(struct pt_op *o, uint64_t va,

@@ -29,11 +29,12 @@ static const char usage[] =
     "Benchmarks compare variants in one run and report ratios; the machines\n"
     "are shared and noisy, so absolute figures move between runs.\n"
     "  clear   clearing kernels vs glibc memset and per-page clearing\n"
+    "  fault   second-stage faults from many threads (shared mode vs a lock)\n"
     "  map     page-table map/unmap/protect per format and leaf policy\n";
 
 const struct cli_command cli_cmd_bench = {
     .name = "bench",
-    .summary = "run a benchmark (clear, map)",
+    .summary = "run a benchmark (clear, fault, map)",
     .usage = usage,
     .run = run,
 };

@@ -14,9 +14,12 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "atomic.h"
 #include "host.h"
+
+_Static_assert(sizeof(AO_t) * 2 + sizeof(void *) + sizeof(unsigned) <= 64, "record > a line");
 
 struct rec {
     volatile AO_t active; /* 0 = outside, else the epoch entered */
@@ -65,9 +68,11 @@ static struct rec *rec_get(void)
         if (!AO_load(&r->used) && AO_compare_and_swap_full(&r->used, 0, 1))
             break;
     if (!r) {
-        r = calloc(1, sizeof *r);
+        /* A cache line each: readers store to their own record only. */
+        r = aligned_alloc(64, 64);
         if (!r)
-            abort(); /* 32 bytes once per thread; nothing sane to do without */
+            abort(); /* 64 bytes once per thread; nothing sane to do without */
+        memset(r, 0, sizeof *r);
         r->used = 1;
         AO_t h;
         do {

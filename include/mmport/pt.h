@@ -255,7 +255,10 @@ enum mmp_pt_leaf_kind {
     MMP_LEAF_CONT = 2,  /**< page or block inside a contiguous-bit run */
 };
 
-/** Counters kept per table. */
+/** Counters kept per table. A MMP_PT_SHARED table keeps table_pages,
+ * flushes and bbm, not the per-entry ones (entries_written, barriers,
+ * ranges_coalesced stay 0): a shared counter written by every fault would
+ * be the first thing to stop it scaling. */
 struct mmp_pt_stats {
     uint64_t entries_written;   /**< descriptor stores */
     uint64_t barriers;          /**< barriers emitted (arm64 dsb ishst; isb) */
