@@ -154,10 +154,11 @@ static int read_span(void *ctx, struct pt_slot *s)
             int rc = w->fn(w->arg, &l);
             if (rc)
                 return rc;
-        } else if (w->shared && pt_locked(g, e)) {
+        } else if (w->shared && (pt_locked(g, e) || pt_kind(g, s->d, e) == PT_TABLE)) {
             /* Another writer is changing it (or it is in a table being
              * unlinked): the old or the new translation is coming, so look
-             * again from the root. */
+             * again from the root. A table here is one that replaced what
+             * the walk saw (locked a moment ago). */
             w->retry = true;
             w->resume = va;
             return 1;

@@ -123,6 +123,10 @@ static uint64_t *take(struct pt_op *o, uint64_t *pa)
     o->res_pa = p[1];
     o->nres--;
     o->st->table_pages++;
+    if (o->shared) { /* one per depth of the call's path (pt_run_shared) */
+        o->tk[o->ntk].va = p;
+        o->tk[o->ntk++].pa = *pa;
+    }
     return p;
 }
 
@@ -1139,6 +1143,7 @@ PT_VISITOR int sh_post(void *ctx, struct pt_slot *s)
         pt_for_each_table(o->pt, s->d + 1, c, give_back, o);
         give_back(o, c, s->aux);
     }
+    o->ntk = 0; /* linked, or given back */
     return rc;
 }
 
@@ -1212,6 +1217,12 @@ static inline __attribute__((always_inline)) int pt_run_shared(struct pt_op *o, 
             break;
         o->prep = false;
         rc = pt_walk(&sh_visitor, o, pt, nlev, 0, pt->root, false, va, last);
+        /* A commit that stopped before its publication (the tree changed
+         * under it) may hold private tables, none linked to another yet. */
+        while (o->ntk) {
+            o->ntk--;
+            give_back(o, o->tk[o->ntk].va, o->tk[o->ntk].pa);
+        }
     }
     if (epoch)
         mmp_host_epoch_leave();

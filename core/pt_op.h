@@ -38,6 +38,11 @@ struct pt_op {
     unsigned ud;       /* depth of the one leaf slot the call changes */
     unsigned fl_flags;
     uint64_t fl_lo, fl_last;
+    unsigned ntk;      /* private tables taken and not linked into the tree yet */
+    struct {
+        void *va;
+        uint64_t pa;
+    } tk[MMP_PT_MAXLEV];
     unsigned nret;     /* tables unlinked, retired at the end */
     struct {
         void *va;

@@ -596,11 +596,67 @@ START_TEST(shared_locked_entry_ept)
 }
 END_TEST
 
+/* ---- a commit that meets a changed tree --------------------------------- */
+
+/* Between the prepare pass and the commit (inside the reserve's
+ * allocation) another writer unlinks the table the prepare pass walked
+ * through: the commit needs one table more than it reserved, gives back
+ * what it took and starts again; nothing leaks. */
+static struct mmp_pt *hook_pt;
+static uint64_t hook_unmap_va, hook_unmap_size;
+static int hook_rc = 1;
+
+static void *hook_alloc(void *ctx, size_t bytes, uint64_t *pa)
+{
+    if (hook_pt) {
+        struct mmp_pt *p = hook_pt;
+        hook_pt = NULL;
+        hook_rc = mmp_pt_unmap(p, hook_unmap_va, hook_unmap_size);
+    }
+    return m_alloc(ctx, bytes, pa);
+}
+
+START_TEST(shared_commit_meets_changed_tree)
+{
+    static struct mem mem;
+    memset(&mem, 0, sizeof mem);
+    struct mmp_pt_config c = {.format = MMP_PT_ARM64_S2, .granule = 4096, .va_bits = 40,
+                              .flags = MMP_PT_SHARED};
+    struct mmp_pt_ops ops = {.alloc_table = hook_alloc, .free_table = m_free, .ctx = &mem};
+    struct mmp_pt pt;
+    ck_assert_int_eq(mmp_pt_init(&pt, &c, &ops), 0);
+    uint64_t gb = 1ull << 30, x = 3 * gb + 5 * BLK, y = 3 * gb + 9 * BLK;
+    ck_assert_int_eq(mmp_pt_map(&pt, x, x + PA_OFF, PG, RW, 0), 0);
+    ck_assert_int_eq(mmp_pt_unmap(&pt, x, PG), 0);
+    ck_assert_int_eq(mmp_pt_unmap(&pt, x, BLK), 0); /* the empty page table goes */
+    struct mmp_pt_usage u;
+    ck_assert_int_eq(mmp_pt_usage(&pt, &u), 0);
+    ck_assert_uint_eq(u.empty_tables, 1); /* the 1 GiB slot's table, empty, linked */
+    hook_pt = &pt;
+    hook_unmap_va = 3 * gb;
+    hook_unmap_size = gb;
+    ck_assert_int_eq(mmp_pt_map(&pt, y, y + PA_OFF, PG, RW, 0), 0);
+    ck_assert_int_eq(hook_rc, 0);
+    struct mmp_pt_leaf l;
+    ck_assert_int_eq(mmp_pt_lookup(&pt, y, &l), 0);
+    ck_assert_uint_eq(l.pa, y + PA_OFF);
+    ck_assert_int_eq(mmp_pt_reclaim(&pt), 0);
+    struct mmp_pt_stats st;
+    mmp_pt_stats(&pt, &st);
+    ck_assert_int_eq(mmp_pt_usage(&pt, &u), 0);
+    ck_assert_uint_eq(u.table_pages, st.table_pages);
+    ck_assert_uint_eq(st.table_pages, mem.allocs - mem.frees);
+    mmp_pt_fini(&pt);
+    ck_assert_uint_eq(mem.allocs, mem.frees);
+}
+END_TEST
+
 Suite *mmp_suite_pt_shared(void)
 {
     Suite *s = suite_create("pt_shared");
     MMP_ADD(s, shared_locked_entry_arm64_s2);
     MMP_ADD(s, shared_locked_entry_ept);
+    MMP_ADD(s, shared_commit_meets_changed_tree);
     MMP_ADD(s, shared_enomem_each_point_arm64_s2);
     MMP_ADD(s, shared_enomem_each_point_ept);
     MMP_ADD(s, shared_stress_arm64_s2);
