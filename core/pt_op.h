@@ -30,9 +30,10 @@ struct pt_op {
     uint64_t res_pa;
     uint64_t nres;
     struct mmp_pt_stats *st; /* &pt->st, or &lst in shared mode */
-    /* Shared mode (MMP_PT_SHARED): the call's own batch, merged into the
-     * table's at its end; no field of struct pt is written meanwhile. */
     bool shared;
+    /* Shared mode (MMP_PT_SHARED) only, from here on (not cleared for
+     * exclusive calls): the call's own batch, merged into the table's at
+     * its end; no field of struct pt is written meanwhile. */
     bool bar;          /* a barrier is owed */
     bool fl;           /* a flush of [fl_lo, fl_last] is owed */
     unsigned ud;       /* depth of the one leaf slot the call changes */
