@@ -997,10 +997,13 @@ static void sh_fold_table(struct pt_op *o, struct pt_slot *s)
     unsigned d = s->d;
     size_t n = pt_nent(g, d + 1);
     uint64_t *c = pt_child(o->pt, s->e);
-    uint64_t sz = slot_size(g, d), base = s->va & ~(sz - 1), pa = base + o->delta;
-    uint64_t lst = pt_ld(&c[n - 1]) & ~g->cont_bit, found, tm = o->tmpl[d + 1];
-    if (!leaf_is(g, d + 1, lst, pa + (n - 1) * slot_size(g, d + 1), tm))
+    uint64_t lst = pt_ld(&c[n - 1]) & ~g->cont_bit;
+    if (pt_kind(g, d + 1, lst) != PT_LEAF)
         return; /* the common case: not complete */
+    uint64_t sz = slot_size(g, d), base = s->va & ~(sz - 1), pa = base + o->delta;
+    uint64_t found, tm = o->tmpl[d + 1];
+    if (!leaf_is(g, d + 1, lst, pa + (n - 1) * slot_size(g, d + 1), tm))
+        return;
     if (sh_freeze(o, c, d + 1, pa, tm, &found))
         return;
     if (sh_replace_table(o, s, c, o->tmpl[d] | pt_oa_enc(g, pa))) {
@@ -1154,7 +1157,7 @@ static const struct pt_visitor sh_visitor = {
 static int sh_unit(struct pt_op *o, uint64_t va, uint64_t last)
 {
     const struct mmp_pt_geom *g = o->g;
-    for (unsigned d = 0; d < g->nlev; d++) {
+    for (unsigned d = g->nlev; d-- > 0;) { /* pages first: the common case */
         uint64_t sz = slot_size(g, d);
         if (last - va + 1 != sz || (va & (sz - 1)))
             continue;

@@ -38,18 +38,15 @@ struct pt_op {
     bool fl;           /* a flush of [fl_lo, fl_last] is owed */
     unsigned ud;       /* depth of the one leaf slot the call changes */
     unsigned fl_flags;
-    uint64_t fl_lo, fl_last;
     unsigned ntk;      /* private tables taken and not linked into the tree yet */
-    struct {
-        void *va;
-        uint64_t pa;
-    } tk[MMP_PT_MAXLEV];
     unsigned nret;     /* tables unlinked, retired at the end */
+    struct mmp_pt_stats lst;
+    /* scratch from here on (never cleared) */
+    uint64_t fl_lo, fl_last;
     struct {
         void *va;
         uint64_t pa;
-    } ret[MMP_PT_MAXLEV + 1];
-    struct mmp_pt_stats lst;
+    } tk[MMP_PT_MAXLEV], ret[MMP_PT_MAXLEV + 1];
     uint64_t lk[CHUNK]; /* old values of the entries pt_lock() holds */
 };
 

@@ -97,11 +97,13 @@ void mmp_host_epoch_enter(void)
         return;
     /* Publish an epoch that is still current after the publication: then
      * no advance can have missed this reader. */
+    AO_t e = AO_load(&epoch);
     for (;;) {
-        AO_t e = AO_load_full(&epoch);
-        AO_store_full(&r->active, e);
-        if (AO_load_full(&epoch) == e)
+        AO_store_full(&r->active, e); /* ordered before the reads below */
+        AO_t now = AO_load_acquire(&epoch);
+        if (now == e)
             return;
+        e = now;
     }
 }
 
