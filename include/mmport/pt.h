@@ -324,7 +324,10 @@ MMP_API void mmp_pt_destroy(struct mmp_pt *pt);
  * or flags, WRITE without READ, attrs the format cannot express); -EOVERFLOW (va+size or pa+size wraps);
  * -ERANGE (beyond va_bits / non-canonical x86 address, or beyond pa_bits);
  * -EEXIST (something is mapped in the range and MMP_MAP_REPLACE is not
- * given); -ENOMEM (a table allocation failed).
+ * given; in a MMP_PT_SHARED table also: another thread mapped it first);
+ * -ENOMEM (a table allocation failed); MMP_PT_SHARED tables: -ENOTSUP (not
+ * one leaf slot), -EAGAIN (an entry on the way is being changed by another
+ * writer; nothing changed, retry).
  */
 MMP_API int mmp_pt_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t size,
                        uint32_t attrs, uint32_t flags);
@@ -335,7 +338,8 @@ MMP_API int mmp_pt_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t siz
  * Tables left empty are freed after the flush that covers them (kept
  * linked with MMP_PT_KEEP_TABLES).
  * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for map; -ENOMEM (a split needed
- * a table and none could be allocated).
+ * a table and none could be allocated); MMP_PT_SHARED tables: -ENOTSUP,
+ * -EAGAIN as for map.
  */
 MMP_API int mmp_pt_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size);
 
@@ -346,8 +350,11 @@ MMP_API int mmp_pt_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size);
  */
 MMP_API int mmp_pt_protect(struct mmp_pt *pt, uint64_t va, uint64_t size, uint32_t attrs);
 
-/** The leaf translating @p va (any address inside a page). Errors: -ENOENT
- * (unmapped), -EINVAL (NULL argument), -ERANGE (beyond va_bits, non-canonical). */
+/** The leaf translating @p va (any address inside a page). In a
+ * MMP_PT_SHARED table it waits out an entry another thread holds locked
+ * (one barrier + flush) and reports the translation after it.
+ * Errors: -ENOENT (unmapped), -EINVAL (NULL argument), -ERANGE (beyond
+ * va_bits, non-canonical). */
 MMP_API int mmp_pt_lookup(const struct mmp_pt *pt, uint64_t va, struct mmp_pt_leaf *out);
 
 /** Called for each leaf; a non-zero return stops the walk and is returned. */
