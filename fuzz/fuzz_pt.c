@@ -253,7 +253,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const struct fcfg *fc = &cfgs[data[0] % NCFGS];
     struct mmp_pt_config cfg = {fc->format, fc->granule, fc->va_bits, 0, data[1] & 7, 0, 0};
     struct env e = {0};
-    struct mmp_pt_ops ops = {.alloc_table = f_alloc, .free_table = f_free, .phys_to_virt = NULL, .tlb_flush = f_flush, .ctx = &e};
+    struct mmp_pt_ops ops = {.alloc_table = f_alloc,
+                             .free_table = f_free,
+                             .phys_to_virt = NULL,
+                             .tlb_flush = f_flush,
+                             .ctx = &e};
     struct mmp_pt pt;
     cur_granule = fc->granule;
     if (mmp_pt_init(&pt, &cfg, &ops))
