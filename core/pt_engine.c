@@ -798,17 +798,18 @@ static const struct pt_visitor chg_visitor = {
 
 /*
  * Many writers at once (include/mmport/pt.h, MMP_PT_SHARED): the same
- * walker, reserve and primitives as above, with one rule that makes the
- * prepare/commit split survive a tree that changes under the call: a call
- * changes ONE leaf slot (the unit, at depth o->ud), so its commit makes
- * exactly one change other threads can see first - the publication: the
- * unit's entry, or the link of the private subtree the call built (new
- * tables, a split block) where its path left the live tree. Everything
- * before it reads live tables and fills private ones; if the publication's
- * compare-and-swap finds another value, the private pages go back to the
- * reserve and the call restarts from the root (PT_RESTART; a few times,
- * then -EAGAIN), so a failed call has changed nothing, and a call takes
- * effect at its publication (linearisable). After it only folds follow,
+ * walker, reserve and primitives as above, with one rule that makes a
+ * call failure-atomic on a tree that changes under it: a call changes ONE
+ * leaf slot (the unit, at depth o->ud), so its walk makes exactly one
+ * change other threads can see first - the publication: the unit's entry,
+ * or the link of the private subtree the call built (new tables, a split
+ * block) where its path left the live tree. Everything before it reads
+ * live tables and fills private ones, so no prepare pass is needed: table
+ * pages are allocated on the way, and a failure before the publication
+ * (-ENOMEM, -EEXIST, -EAGAIN) gives them back with nothing changed. If the
+ * publication's compare-and-swap finds another value, the call gives its
+ * private pages back and restarts from the root (PT_RESTART; a few times,
+ * then -EAGAIN); a call takes effect at its publication (linearisable). After it only folds follow,
  * each of which completes or undoes itself. An entry found LOCKED means
  * another writer is inside a break-before-make there: -EAGAIN.
  * Unlinked tables are retired at the end of the call, never written:
@@ -1034,12 +1035,8 @@ PT_VISITOR int sh_entry(void *ctx, struct pt_slot *s)
         return PT_SKIP; /* nothing mapped there */
     if (s->kind == PT_LEAF && map && !(o->flags & OPF_REPLACE))
         return -MMP_EEXIST;
-    if (o->prep) {
-        o->need++;
-        return pt_descend(s, NULL, s->kind, true);
-    }
-    if (!o->nres)
-        return PT_RESTART; /* more tables than the prepare pass saw */
+    if (!o->nres && reserve(o, 1))
+        return -MMP_ENOMEM; /* nothing published yet: the call gives back what it took */
     return s->kind == PT_LEAF ? split_begin(o, s) : new_begin(o, s);
 }
 
@@ -1065,10 +1062,7 @@ PT_VISITOR int sh_span(void *ctx, struct pt_slot *s)
         uint64_t *c = pt_child(o->pt, e), found = 0;
         if (o->kind == OP_PROT)
             return -MMP_ENOTSUP;
-        if (o->prep) {
-            for (size_t k = 0; k < pt_nent(g, d + 1) && !found; k++)
-                found = pt_ld(&c[k]);
-        } else if (!sh_freeze(o, c, d + 1, ~0ull, 0, &found)) {
+        if (!sh_freeze(o, c, d + 1, ~0ull, 0, &found)) {
             int rc = sh_replace_table(o, s, c, map ? o->tmpl[d] | pt_oa_enc(g, va + o->delta) : 0);
             if (rc == 0 && map)
                 sh_fold_run(o, t, d, i, va);
@@ -1078,8 +1072,6 @@ PT_VISITOR int sh_span(void *ctx, struct pt_slot *s)
             return -MMP_EAGAIN;
         return found && map && !replace ? -MMP_EEXIST : found ? -MMP_ENOTSUP : 0;
     }
-    if (o->prep)
-        return 0;
     uint64_t v = 0;
     unsigned chg = 0;
     if (map) {
@@ -1118,7 +1110,7 @@ PT_VISITOR int sh_post(void *ctx, struct pt_slot *s)
 {
     struct pt_op *o = (struct pt_op *)ctx;
     const struct mmp_pt_geom *g = o->g;
-    if (o->prep || s->tag == T_NONE)
+    if (s->tag == T_NONE)
         return 0;
     if (s->tag == T_TABLE) {
         if (o->kind == OP_MAP && leaf_fits(o, s->d) && !(o->flags & OPF_NOFOLD))
@@ -1211,17 +1203,10 @@ static inline __attribute__((always_inline)) int pt_run_shared(struct pt_op *o, 
         mmp_host_epoch_enter();
     rc = PT_RESTART;
     for (unsigned n = 0; rc == PT_RESTART && n < SH_TRIES; n++) {
-        o->prep = true;
-        o->need = 0;
         rc = pt_walk(&sh_visitor, o, pt, nlev, 0, pt->root, false, va, last);
-        if (rc < 0)
-            break;
-        if (o->need > (long)o->nres && (rc = reserve(o, o->need - (long)o->nres)) != 0)
-            break;
-        o->prep = false;
-        rc = pt_walk(&sh_visitor, o, pt, nlev, 0, pt->root, false, va, last);
-        /* A commit that stopped before its publication (the tree changed
-         * under it) may hold private tables, none linked to another yet. */
+        /* A walk that stopped before its publication (-ENOMEM, -EEXIST,
+         * the tree changed under it) may hold private tables, none linked
+         * to another yet. */
         while (o->ntk) {
             o->ntk--;
             give_back(o, o->tk[o->ntk].va, o->tk[o->ntk].pa);

@@ -598,10 +598,10 @@ END_TEST
 
 /* ---- a commit that meets a changed tree --------------------------------- */
 
-/* Between the prepare pass and the commit (inside the reserve's
- * allocation) another writer unlinks the table the prepare pass walked
- * through: the commit needs one table more than it reserved, gives back
- * what it took and starts again; nothing leaks. */
+/* While a map walks (inside its table allocation) another writer unlinks
+ * the table its path went through: the map's publication meets that
+ * table's frozen entry, returns -EAGAIN with nothing changed and gives its
+ * new table back; the retry maps. Nothing leaks. */
 static struct mmp_pt *hook_pt;
 static uint64_t hook_unmap_va, hook_unmap_size;
 static int hook_rc = 1;
@@ -635,13 +635,20 @@ START_TEST(shared_commit_meets_changed_tree)
     hook_pt = &pt;
     hook_unmap_va = 3 * gb;
     hook_unmap_size = gb;
-    ck_assert_int_eq(mmp_pt_map(&pt, y, y + PA_OFF, PG, RW, 0), 0);
+    ck_assert_int_eq(mmp_pt_map(&pt, y, y + PA_OFF, PG, RW, 0), -MMP_EAGAIN);
     ck_assert_int_eq(hook_rc, 0);
+    struct mmp_pt_stats st;
+    ck_assert_int_eq(mmp_pt_reclaim(&pt), 0);
+    mmp_pt_stats(&pt, &st);
+    ck_assert_int_eq(mmp_pt_usage(&pt, &u), 0);
+    ck_assert_uint_eq(u.table_pages, st.table_pages);
+    ck_assert_uint_eq(u.mapped_bytes, 0);
+    ck_assert_uint_eq(st.table_pages, mem.allocs - mem.frees);
+    ck_assert_int_eq(mmp_pt_map(&pt, y, y + PA_OFF, PG, RW, 0), 0);
     struct mmp_pt_leaf l;
     ck_assert_int_eq(mmp_pt_lookup(&pt, y, &l), 0);
     ck_assert_uint_eq(l.pa, y + PA_OFF);
     ck_assert_int_eq(mmp_pt_reclaim(&pt), 0);
-    struct mmp_pt_stats st;
     mmp_pt_stats(&pt, &st);
     ck_assert_int_eq(mmp_pt_usage(&pt, &u), 0);
     ck_assert_uint_eq(u.table_pages, st.table_pages);
