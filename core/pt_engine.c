@@ -10,6 +10,7 @@
  *     allocation returns -ENOMEM with nothing changed (Hafnium's
  *     prepare/commit);
  *  2. commit: cannot fail; takes pages from that reserve.
+ * (Shared-mode calls, MMP_PT_SHARED, walk once: see that section.)
  * Both passes make every decision in the same entry callbacks, so they
  * cannot disagree. Tables built during the call (new tables, split blocks)
  * stay private until linked: they are filled completely, then published
