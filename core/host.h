@@ -104,6 +104,24 @@ void *mmp_host_thread_block(size_t size);
  */
 const struct mmp_pt_ops *mmp_host_pt_default_ops(void);
 
+/*
+ * The built-in reclamation of MMP_PT_SHARED tables without a retire_table
+ * hook: an epoch scheme (host/linux/pt_epoch.c). Lookups and shared calls
+ * run between mmp_host_epoch_enter() and mmp_host_epoch_leave() (nesting
+ * allowed); a retired page is given to free_table(ctx, va, pa, bytes) once
+ * every section that was running when it was retired has left.
+ * mmp_host_epoch_ok() is false where there is none (host/none): shared
+ * tables then need the caller's hook.
+ */
+bool mmp_host_epoch_ok(void);
+void mmp_host_epoch_enter(void);
+void mmp_host_epoch_leave(void);
+void mmp_host_epoch_retire(void (*free_table)(void *, void *, uint64_t, size_t), void *ctx,
+                           void *va, uint64_t pa, size_t bytes);
+/* Wait for every running section to leave, then free every retired page
+ * (the caller is in no section). */
+void mmp_host_epoch_drain(void);
+
 /** Core's side of mmp_host_thread_block(): flushes a block at thread exit. */
 void mmp_core_thread_block_exit(void *block);
 

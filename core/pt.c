@@ -36,7 +36,8 @@ int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 
 #define CFG_FLAGS                                                                  \
     (MMP_PT_NO_BLOCKS | MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER |      \
-     MMP_PT_KEEP_TABLES | MMP_PT_EL2 | MMP_PT_S2FWB | MMP_PT_TRACK_HW | CFG_EPT_FLAGS)
+     MMP_PT_KEEP_TABLES | MMP_PT_EL2 | MMP_PT_S2FWB | MMP_PT_TRACK_HW | MMP_PT_SHARED |      \
+     CFG_EPT_FLAGS)
 #define CFG_EPT_FLAGS (MMP_PT_EPT_XO | MMP_PT_EPT_AD | MMP_PT_EPT_MBEC)
 
 int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct mmp_pt_ops *ops)
@@ -49,6 +50,8 @@ int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct 
         ops = mmp_host_pt_default_ops();
     if (!ops || !ops->alloc_table || !ops->free_table)
         return -MMP_EINVAL;
+    if ((cfg->flags & MMP_PT_SHARED) && !ops->retire_table && !mmp_host_epoch_ok())
+        return -MMP_EINVAL; /* nothing could tell when an unlinked table is free */
     struct pt *pt = pt_of(p);
     __builtin_memset(p, 0, sizeof *p);
     int rc = mmp_core_pt_geom(&pt->g, cfg);
@@ -85,6 +88,7 @@ void mmp_pt_fini(struct mmp_pt *p)
     if (!pt->root)
         return;
     mmp_core_pt_sync(pt);
+    mmp_pt_reclaim(p);
     pt_for_each_table(pt, 0, pt->root, free_page, pt);
     pt->ops.free_table(pt->ops.ctx, pt->root, pt->root_pa, pt->g.root_bytes);
     __builtin_memset(p, 0, sizeof *p);
@@ -116,7 +120,25 @@ struct walk_ctx {
     const struct pt *pt;
     mmp_pt_walk_fn fn;
     void *arg;
+    bool shared;   /* MMP_PT_SHARED: entries may be LOCKED */
+    bool retry;    /* met one: walk again from the root at resume */
+    uint64_t resume;
 };
+
+/* Shared tables with the built-in epoch scheme: readers bracket their walk. */
+static bool builtin_epoch(const struct pt *pt)
+{
+    return (pt->cfg_flags & MMP_PT_SHARED) && !pt->ops.retire_table;
+}
+
+int mmp_pt_reclaim(struct mmp_pt *p)
+{
+    if (!p || !pt_of(p)->root)
+        return -MMP_EINVAL;
+    if (builtin_epoch(pt_of(p)))
+        mmp_host_epoch_drain();
+    return 0;
+}
 
 /* Read-only walks: every valid leaf in the range goes to w->fn; a non-zero
  * return stops the walk and is returned. */
@@ -136,6 +158,14 @@ static int read_span(void *ctx, struct pt_slot *s)
             int rc = w->fn(w->arg, &l);
             if (rc)
                 return rc;
+        } else if (w->shared && (pt_locked(g, e) || pt_kind(g, s->d, e) == PT_TABLE)) {
+            /* Another writer is changing it (or it is in a table being
+             * unlinked): the old or the new translation is coming, so look
+             * again from the root. A table here is one that replaced what
+             * the walk saw (locked a moment ago). */
+            w->retry = true;
+            w->resume = va;
+            return 1;
         }
         if ((va | (sz - 1)) >= s->span_last)
             return 0;
@@ -143,6 +173,26 @@ static int read_span(void *ctx, struct pt_slot *s)
 }
 
 static const struct pt_visitor read_visitor = {.flags = PT_V_ACQUIRE, .span = read_span};
+
+/* The read-only walk of [va, last], again from the root at every locked
+ * entry it meets in a shared table. */
+static int read_walk(struct walk_ctx *w, uint64_t va, uint64_t last)
+{
+    const struct pt *pt = w->pt;
+    bool ep = builtin_epoch(pt);
+    int rc;
+    w->shared = (pt->cfg_flags & MMP_PT_SHARED) != 0;
+    do {
+        w->retry = false;
+        if (ep)
+            mmp_host_epoch_enter();
+        rc = pt_walk(&read_visitor, w, pt, pt->g.nlev, 0, pt->root, false, va, last);
+        if (ep)
+            mmp_host_epoch_leave();
+        va = w->resume;
+    } while (w->retry);
+    return rc;
+}
 
 static int lookup_leaf(void *arg, const struct mmp_pt_leaf *l)
 {
@@ -162,8 +212,8 @@ int mmp_pt_lookup(const struct mmp_pt *p, uint64_t va, struct mmp_pt_leaf *out)
                                   (uint64_t)1 << pt->g.granule_shift, &last);
     if (rc)
         return rc;
-    struct walk_ctx w = {pt, lookup_leaf, out};
-    rc = pt_walk(&read_visitor, &w, pt, pt->g.nlev, 0, pt->root, false, va, va);
+    struct walk_ctx w = {.pt = pt, .fn = lookup_leaf, .arg = out};
+    rc = read_walk(&w, va, va);
     return rc < 0 ? rc : rc ? 0 : -MMP_ENOENT;
 }
 
@@ -176,8 +226,8 @@ int mmp_pt_walk(const struct mmp_pt *p, uint64_t va, uint64_t size, mmp_pt_walk_
     int rc = mmp_core_pt_check_va(pt, va, size, &last);
     if (rc)
         return rc;
-    struct walk_ctx w = {pt, fn, arg};
-    return pt_walk(&read_visitor, &w, pt, pt->g.nlev, 0, pt->root, false, va, last);
+    struct walk_ctx w = {.pt = pt, .fn = fn, .arg = arg};
+    return read_walk(&w, va, last);
 }
 
 uint64_t mmp_pt_root(const struct mmp_pt *p)

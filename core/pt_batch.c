@@ -16,9 +16,10 @@ static void emit_barrier(struct pt *pt)
     pt->st.barriers++;
 }
 
-static void call_flush(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
+static void call_flush(const struct pt *pt, struct mmp_pt_stats *st, uint64_t lo, uint64_t last,
+                       unsigned flags)
 {
-    pt->st.flushes++;
+    st->flushes++;
     if (!pt->ops.tlb_flush)
         return;
     /* [0, 2^64-1] has no size in 64 bits: it is a flush of everything. */
@@ -97,7 +98,7 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
 void mmp_core_pt_flush_now(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
 {
     emit_barrier(pt);
-    call_flush(pt, lo, last, flags);
+    call_flush(pt, &pt->st, lo, last, flags);
 }
 
 void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
@@ -107,6 +108,15 @@ void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
      * (Arm ARM D8.16.1): never deferred, lazy mode or not. */
     pt->st.bbm++;
     mmp_core_pt_flush_now(pt, lo, last, flags);
+}
+
+void mmp_core_pt_emit(const struct pt *pt, struct mmp_pt_stats *st, bool flush, uint64_t lo,
+                      uint64_t last, unsigned flags)
+{
+    mmp_arch_pt_barrier();
+    st->barriers++;
+    if (flush)
+        call_flush(pt, st, lo, last, flags);
 }
 
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
@@ -152,7 +162,7 @@ void mmp_core_pt_sync(struct pt *pt)
             pt->ops.tlb_flush(pt->ops.ctx, 0, 0, MMP_FLUSH_ALL);
     } else {
         for (unsigned i = 0; i < pt->nranges; i++)
-            call_flush(pt, pt->r[i].lo, pt->r[i].last, pt->range_flags);
+            call_flush(pt, &pt->st, pt->r[i].lo, pt->r[i].last, pt->range_flags);
     }
     pt->flush_all = 0;
     pt->nranges = 0;

@@ -10,6 +10,7 @@
  *     allocation returns -ENOMEM with nothing changed (Hafnium's
  *     prepare/commit);
  *  2. commit: cannot fail; takes pages from that reserve.
+ * (Shared-mode calls, MMP_PT_SHARED, walk once: see that section.)
  * Both passes make every decision in the same entry callbacks, so they
  * cannot disagree. Tables built during the call (new tables, split blocks)
  * stay private until linked: they are filled completely, then published
@@ -91,6 +92,15 @@ static void unreserve(struct pt_op *o)
     o->nres = 0;
 }
 
+static void res_push(struct pt_op *o, uint64_t *p, uint64_t pa)
+{
+    p[0] = (uint64_t)(uintptr_t)o->res;
+    p[1] = o->res_pa;
+    o->res = p;
+    o->res_pa = pa;
+    o->nres++;
+}
+
 static int reserve(struct pt_op *o, long n)
 {
     struct pt *pt = o->pt;
@@ -101,11 +111,7 @@ static int reserve(struct pt_op *o, long n)
             unreserve(o);
             return -MMP_ENOMEM;
         }
-        p[0] = (uint64_t)(uintptr_t)o->res;
-        p[1] = o->res_pa;
-        o->res = p;
-        o->res_pa = pa;
-        o->nres++;
+        res_push(o, p, pa);
     }
     /* Hand the pages out in the order they came: an allocator that gives
      * ascending addresses then lays a split or a new range out in address
@@ -135,7 +141,11 @@ static uint64_t *take(struct pt_op *o, uint64_t *pa)
     o->res = (void *)(uintptr_t)p[0];
     o->res_pa = p[1];
     o->nres--;
-    o->pt->st.table_pages++;
+    o->st->table_pages++;
+    if (o->shared) { /* one per depth of the call's path (pt_run_shared) */
+        o->tk[o->ntk].va = p;
+        o->tk[o->ntk++].pa = *pa;
+    }
     return p;
 }
 
@@ -144,12 +154,37 @@ static uint64_t *take(struct pt_op *o, uint64_t *pa)
 static void wrote(struct pt_op *o, uint64_t n, bool priv)
 {
     if (priv)
-        o->pt->st.entries_written += n;
+        o->st->entries_written += n;
     else
         pt_written(o->pt, n);
 }
 
 static void defer_tree(struct pt_op *o, unsigned d, uint64_t *t, uint64_t pa);
+
+/* Shared mode: the call's own flush window (one range: a call changes one
+ * slot and what folds around it). */
+static void sh_flush_add(struct pt_op *o, uint64_t lo, uint64_t last, unsigned fflags)
+{
+    if (!o->fl) {
+        o->fl = true;
+        o->fl_lo = lo, o->fl_last = last, o->fl_flags = fflags;
+        return;
+    }
+    o->fl_lo = lo < o->fl_lo ? lo : o->fl_lo;
+    o->fl_last = last > o->fl_last ? last : o->fl_last;
+    o->fl_flags &= fflags;
+}
+
+static bool sh_break(struct pt_op *o, uint64_t lo, uint64_t last, bool needed, unsigned fflags)
+{
+    if (!needed) {
+        sh_flush_add(o, lo, last, fflags);
+        return false;
+    }
+    mmp_core_pt_emit(o->pt, o->st, true, lo, last, fflags);
+    o->st->bbm++;
+    return true;
+}
 
 /*
  * Slots [lo, hi] of table t at depth d (slot lo maps va_lo) are about to
@@ -161,6 +196,12 @@ static void defer_tree(struct pt_op *o, unsigned d, uint64_t *t, uint64_t pa);
  * writes the new entries. Otherwise the change is written in place and
  * its flush recorded for the end of the call or lazy section.
  * Returns true when the slots were broken (they are all invalid now).
+ *
+ * Shared mode: the break itself is pt_lock() (a compare-and-swap of each
+ * entry to LOCKED, which other writers cannot pass), done by the caller
+ * before it checks what it locked; here only the barrier and flush
+ * follow, at once, or (not needed) at the end of the call. The caller
+ * then releases the entries with their new values.
  */
 static bool pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
                      uint64_t va_lo, bool needed, bool priv, unsigned fflags)
@@ -169,6 +210,8 @@ static bool pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsi
         return false;
     const struct mmp_pt_geom *g = o->g;
     uint64_t sz = slot_size(g, d), va_hi = va_lo + (uint64_t)(hi - lo + 1) * sz - 1;
+    if (o->shared)
+        return sh_break(o, va_lo, va_hi, needed, fflags);
     if (!needed) {
         mmp_core_pt_flush_add(o->pt, va_lo, va_hi, fflags);
         return false;
@@ -209,7 +252,7 @@ static inline bool pt_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_
  */
 static void size_change_ready(struct pt_op *o, uint64_t lo, uint64_t last, bool priv)
 {
-    if (!priv && pt_pending_in(o->pt, lo, last))
+    if (!priv && !o->shared && pt_pending_in(o->pt, lo, last))
         mmp_core_pt_sync(o->pt);
 }
 
@@ -297,9 +340,9 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
     uint64_t v = ctm | pt_oa_enc(g, pa0); /* a block never crosses pt_oa_wrap */
     for (size_t k = 0; k < n; k++)
         c[k] = v + k * csz;
-    o->pt->st.entries_written += n;
+    o->st->entries_written += n;
     uint64_t sz = slot_size(g, d), base = s->va & ~(sz - 1);
-    if (!s->priv && o->kind != OP_UNMAP && !(s->e & g->cont_bit) &&
+    if (!o->shared && !s->priv && o->kind != OP_UNMAP && !(s->e & g->cont_bit) &&
         !pt_needs_bbm(g, d, s->e, 0, PT_CHG_SIZE)) {
         /*
          * Split first, then change: where the format lets a size-only
@@ -312,14 +355,14 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
          */
         size_change_ready(o, base, base + sz - 1, false);
         link_table(o, s->t, s->i, cpa, false);
-        o->pt->st.split_flushes++;
+        o->st->split_flushes++;
         mmp_core_pt_flush_now(o->pt, base, base + sz - 1, MMP_FLUSH_LEAF);
         s->tag = T_NONE;
         return pt_descend(s, c, PT_TABLE, false);
     }
     s->tag = T_SPLIT;
     s->aux = cpa;
-    s->aux2 = o->pt->st.entries_written;
+    s->aux2 = o->st->entries_written;
     return pt_descend(s, c, PT_TABLE, true);
 }
 
@@ -332,7 +375,7 @@ static void split_end(struct pt_op *o, struct pt_slot *s)
      * unmap split counts as size-only too (the removed pages need no
      * second translation to be correct). */
     bool differs = o->kind != OP_UNMAP && o->kind != OP_SPLIT &&
-                   o->pt->st.entries_written != s->aux2;
+                   o->st->entries_written != s->aux2;
     if (s->e & g->cont_bit) {
         unfold_run(o, d, s->t, s->i, base, s->priv, true);
     } else {
@@ -347,18 +390,23 @@ static void split_end(struct pt_op *o, struct pt_slot *s)
 
 /* ---- map ---------------------------------------------------------------- */
 
+/* e is a valid, non-contiguous leaf at depth d mapping pa with tm. */
+static inline bool leaf_is(const struct mmp_pt_geom *g, unsigned d, uint64_t e, uint64_t pa,
+                           uint64_t tm)
+{
+    uint64_t m = ~g->oa_mask[d] & ~g->ign_mask;
+    return pt_kind(g, d, e) == PT_LEAF && !(e & g->cont_bit) && pt_oa(g, d, e) == pa &&
+           (e & m) == (tm & m);
+}
+
 /* Entries [k0, k1] are valid, non-contiguous leaves mapping pa0.. with tm. */
 static bool run_matches(const struct pt_op *o, unsigned d, const uint64_t *t, unsigned k0,
                         unsigned k1, uint64_t pa0, uint64_t tm)
 {
-    const struct mmp_pt_geom *g = o->g;
-    uint64_t sz = slot_size(g, d), m = ~g->oa_mask[d] & ~g->ign_mask;
-    for (unsigned k = k0; k <= k1; k++, pa0 += sz) {
-        uint64_t e = pt_ld(&t[k]);
-        if (pt_kind(g, d, e) != PT_LEAF || (e & g->cont_bit) ||
-            pt_oa(g, d, e) != pa0 || (e & m) != (tm & m))
+    uint64_t sz = slot_size(o->g, d);
+    for (unsigned k = k0; k <= k1; k++, pa0 += sz)
+        if (!leaf_is(o->g, d, pt_ld(&t[k]), pa0, tm))
             return false;
-    }
     return true;
 }
 
@@ -517,6 +565,18 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
     }
 }
 
+/* A new, empty table for the invalid slot s: walked privately, linked in
+ * the slot's post. */
+static int new_begin(struct pt_op *o, struct pt_slot *s)
+{
+    uint64_t cpa;
+    uint64_t *c = take(o, &cpa);
+    __builtin_memset(c, 0, gran(o->g));
+    s->tag = T_NEW;
+    s->aux = cpa;
+    return pt_descend(s, c, PT_TABLE, true);
+}
+
 PT_VISITOR int map_entry(void *ctx, struct pt_slot *s)
 {
     struct pt_op *o = (struct pt_op *)ctx;
@@ -537,14 +597,7 @@ PT_VISITOR int map_entry(void *ctx, struct pt_slot *s)
         o->need++;
         return pt_descend(s, NULL, s->kind, true);
     }
-    if (s->kind == PT_LEAF)
-        return split_begin(o, s);
-    uint64_t cpa;
-    uint64_t *c = take(o, &cpa);
-    __builtin_memset(c, 0, gran(o->g));
-    s->tag = T_NEW;
-    s->aux = cpa;
-    return pt_descend(s, c, PT_TABLE, true);
+    return s->kind == PT_LEAF ? split_begin(o, s) : new_begin(o, s);
 }
 
 PT_VISITOR int map_span(void *ctx, struct pt_slot *s)
@@ -832,12 +885,439 @@ PT_VISITOR int chg_post(void *ctx, struct pt_slot *s)
 static const struct pt_visitor chg_visitor = {
     .entry = chg_entry, .span = chg_span, .post = chg_post};
 
+/* ---- shared update mode (MMP_PT_SHARED) --------------------------------- */
+
+/*
+ * Many writers at once (include/mmport/pt.h, MMP_PT_SHARED): the same
+ * walker, reserve and primitives as above, with one rule that makes a
+ * call failure-atomic on a tree that changes under it: a call changes ONE
+ * leaf slot (the unit, at depth o->ud), so its walk makes exactly one
+ * change other threads can see first - the publication: the unit's entry,
+ * or the link of the private subtree the call built (new tables, a split
+ * block) where its path left the live tree. Everything before it reads
+ * live tables and fills private ones, so no prepare pass is needed: table
+ * pages are allocated on the way, and a failure before the publication
+ * (-ENOMEM, -EEXIST, -EAGAIN) gives them back with nothing changed. If the
+ * publication's compare-and-swap finds another value, the call gives its
+ * private pages back and restarts from the root (PT_RESTART; a few times,
+ * then -EAGAIN); a call takes effect at its publication (linearisable). After it only folds follow,
+ * each of which completes or undoes itself. An entry found LOCKED means
+ * another writer is inside a break-before-make there: -EAGAIN.
+ * Unlinked tables are retired at the end of the call, never written:
+ * a walker still inside finds their entries frozen (locked) and restarts.
+ */
+#define PT_RESTART (-4096) /* internal: the tree changed under the commit */
+#define SH_TRIES 8
+
+/* Lock entries [lo, hi] of the live table t (their old values go to
+ * o->lk); entry `at` must still be `want` (the value the caller decided
+ * on). On a conflict the ones taken are restored: -EAGAIN (one was
+ * locked) or PT_RESTART (one changed). */
+static void pt_unlock(struct pt_op *o, uint64_t *t, unsigned lo, unsigned end)
+{
+    for (unsigned k = lo; k < end; k++)
+        pt_st_release(&t[k], o->lk[k - lo]);
+}
+
+static int pt_lock(struct pt_op *o, uint64_t *t, unsigned lo, unsigned hi, unsigned at,
+                   uint64_t want)
+{
+    const struct mmp_pt_geom *g = o->g;
+    for (unsigned k = lo; k <= hi; k++) {
+        uint64_t e = pt_ld(&t[k]);
+        int rc = 0;
+        if (pt_locked(g, e))
+            rc = -MMP_EAGAIN;
+        else if ((k == at && e != want) || pt_cas(&t[k], e, pt_lockval(g, e)) != e)
+            rc = PT_RESTART;
+        if (rc) {
+            pt_unlock(o, t, lo, k);
+            return rc;
+        }
+        o->lk[k - lo] = e;
+    }
+    o->st->entries_written += hi - lo + 1;
+    return 0;
+}
+
+/* What a lost compare-and-swap found. */
+static int sh_lost(const struct pt_op *o, uint64_t found)
+{
+    return pt_locked(o->g, found) ? -MMP_EAGAIN : PT_RESTART;
+}
+
+static void sh_retire(struct pt_op *o, void *va, uint64_t pa)
+{
+    o->ret[o->nret].va = va; /* at most one per depth and call */
+    o->ret[o->nret].pa = pa;
+    o->nret++;
+}
+
+static void give_back(void *arg, void *va, uint64_t pa)
+{
+    struct pt_op *o = (struct pt_op *)arg;
+    res_push(o, (uint64_t *)va, pa);
+    o->st->table_pages--;
+}
+
+/*
+ * Change the live entry i (value e) of t at depth d into v, which needs
+ * break-before-make when `needed`. Inside a contiguous run the whole run
+ * is locked and unmade (a contiguity change), entry i taking v. Without a
+ * break (and outside a run) it is one compare-and-swap, flushed at the end.
+ */
+static int sh_change(struct pt_op *o, uint64_t *t, unsigned d, unsigned i, uint64_t va_i,
+                     uint64_t e, uint64_t v, bool needed, unsigned fflags)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t sz = slot_size(g, d), cb = g->cont_bit;
+    if (!(e & g->valid_bit) || !(e & cb)) {
+        if (!needed) {
+            uint64_t f = pt_cas(&t[i], e, v);
+            if (f != e)
+                return sh_lost(o, f);
+            o->st->entries_written++;
+            o->bar = true;
+            if (e & g->valid_bit)
+                sh_flush_add(o, va_i, va_i + sz - 1, fflags);
+            return 0;
+        }
+        int rc = pt_lock(o, t, i, i, i, e);
+        if (rc)
+            return rc;
+        pt_break(o, d, t, i, i, va_i, true, false, fflags);
+        pt_st_release(&t[i], v);
+        return 0;
+    }
+    unsigned R = 1u << g->cont[d], lo = i & ~(R - 1);
+    int rc = pt_lock(o, t, lo, lo + R - 1, i, e);
+    if (rc)
+        return rc;
+    for (unsigned k = 0; k < R; k++)
+        if (o->lk[k] != o->lk[0] + k * sz || !(o->lk[k] & cb)) {
+            pt_unlock(o, t, lo, lo + R);
+            return PT_RESTART; /* not the run the caller saw */
+        }
+    needed |= pt_needs_bbm(g, d, e, e & ~cb, PT_CHG_CONT);
+    pt_break(o, d, t, lo, lo + R - 1, va_i - (uint64_t)(i - lo) * sz, needed, false, fflags);
+    for (unsigned k = 0; k < R; k++)
+        pt_st_release(&t[lo + k], lo + k == i ? v : o->lk[k] & ~cb);
+    o->bar = true;
+    return 0;
+}
+
+/* Fold the run around entry i of t at depth d if this call completed it:
+ * lock it, check it, break where the format says, release it with the
+ * contiguous bit. Gives up (changing nothing) on any conflict. */
+static void sh_fold_run(struct pt_op *o, uint64_t *t, unsigned d, unsigned i, uint64_t va_i)
+{
+    const struct mmp_pt_geom *g = o->g;
+    unsigned R = run_len(o, d);
+    if (R < 2 || (o->flags & OPF_NOFOLD))
+        return;
+    uint64_t sz = slot_size(g, d), cb = g->cont_bit;
+    unsigned ra = i & ~(R - 1);
+    uint64_t va_ra = va_i - (uint64_t)(i - ra) * sz, pa_ra = va_ra + o->delta;
+    if (!run_matches(o, d, t, ra, ra + R - 1, pa_ra, o->tmpl[d]))
+        return;
+    if (pt_lock(o, t, ra, ra + R - 1, R, 0))
+        return;
+    for (unsigned k = 0; k < R; k++)
+        if (!leaf_is(g, d, o->lk[k], pa_ra + k * sz, o->tmpl[d])) {
+            pt_unlock(o, t, ra, ra + R);
+            return;
+        }
+    pt_break(o, d, t, ra, ra + R - 1, va_ra,
+             pt_needs_bbm(g, d, o->lk[0], o->lk[0] | cb, PT_CHG_CONT), false, MMP_FLUSH_LEAF);
+    for (unsigned k = 0; k < R; k++)
+        pt_st_release(&t[ra + k], o->lk[k] | cb);
+    o->bar = true;
+}
+
+/*
+ * Freeze the n entries of the live table c (depth d): each is swapped to
+ * LOCKED if it is what the caller expects - a leaf mapping pa + k * csz
+ * with tm (pa != ~0), or invalid (pa == ~0). Writers that reach c before
+ * its parent is replaced then fail their compare-and-swap. On a mismatch
+ * the frozen ones are restored and the entry found is returned (0 done).
+ */
+static uint64_t sh_freeze(struct pt_op *o, uint64_t *c, unsigned d, uint64_t pa, uint64_t tm,
+                          uint64_t *found)
+{
+    const struct mmp_pt_geom *g = o->g;
+    size_t n = pt_nent(g, d), k;
+    uint64_t csz = slot_size(g, d), vb = tm & g->valid_bit;
+    for (k = 0; k < n; k++) {
+        uint64_t x = pt_ld(&c[k]);
+        bool ok = pa == ~0ull ? x == 0 : leaf_is(g, d, x & ~g->cont_bit, pa + k * csz, tm);
+        if (!ok || pt_cas(&c[k], x, pt_lockval(g, x)) != x) {
+            *found = x ? x : 1;
+            break;
+        }
+    }
+    if (k == n) {
+        o->st->entries_written += n;
+        return 0;
+    }
+    for (size_t j = 0; j < k; j++) /* frozen leaves had tm's valid bits */
+        pt_st_release(&c[j], pa == ~0ull ? 0 : (pt_ld(&c[j]) & ~g->lock_bit) | vb);
+    return *found;
+}
+
+/* Replace the table entry of slot s (its child frozen) by v: lock, break,
+ * release; the child is retired. */
+static int sh_replace_table(struct pt_op *o, struct pt_slot *s, uint64_t *c, uint64_t v)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t sz = slot_size(g, s->d), base = s->va & ~(sz - 1);
+    int rc = pt_lock(o, s->t, s->i, s->i, s->i, s->e);
+    if (rc)
+        return rc;
+    pt_break(o, s->d, s->t, s->i, s->i, base, true, false, 0);
+    pt_st_release(&s->t[s->i], v);
+    sh_retire(o, c, pt_tbl_oa(g, s->e));
+    return 0;
+}
+
+/* A table this call completed (every entry a leaf of one aligned region
+ * with its attributes) becomes one block. The children are frozen first:
+ * a writer that found the table before cannot change an entry of it
+ * after it is unlinked. */
+static void sh_fold_table(struct pt_op *o, struct pt_slot *s)
+{
+    const struct mmp_pt_geom *g = o->g;
+    unsigned d = s->d;
+    size_t n = pt_nent(g, d + 1);
+    uint64_t *c = pt_child(o->pt, s->e);
+    uint64_t lst = pt_ld(&c[n - 1]) & ~g->cont_bit;
+    if (pt_kind(g, d + 1, lst) != PT_LEAF)
+        return; /* the common case: not complete */
+    uint64_t sz = slot_size(g, d), base = s->va & ~(sz - 1), pa = base + o->delta;
+    uint64_t found, tm = o->tmpl[d + 1];
+    if (!leaf_is(g, d + 1, lst, pa + (n - 1) * slot_size(g, d + 1), tm))
+        return;
+    if (sh_freeze(o, c, d + 1, pa, tm, &found))
+        return;
+    if (sh_replace_table(o, s, c, o->tmpl[d] | pt_oa_enc(g, pa))) {
+        uint64_t vb = tm & g->valid_bit;
+        for (size_t k = 0; k < n; k++)
+            pt_st_release(&c[k], (pt_ld(&c[k]) & ~g->lock_bit) | vb);
+        return;
+    }
+    sh_fold_run(o, s->t, d, s->i, base);
+}
+
+PT_VISITOR int sh_entry(void *ctx, struct pt_slot *s)
+{
+    struct pt_op *o = (struct pt_op *)ctx;
+    bool map = o->kind == OP_MAP;
+    s->tag = T_NONE;
+    if (s->d == o->ud) { /* the unit, a block-sized slot */
+        s->span_last = s->last;
+        return PT_SPAN;
+    }
+    if (pt_locked(o->g, s->e))
+        return -MMP_EAGAIN;
+    if (s->kind == PT_TABLE) {
+        s->tag = s->priv ? T_NONE : T_TABLE;
+        return pt_descend(s, pt_child(o->pt, s->e), PT_TABLE, s->priv);
+    }
+    if (s->kind == PT_INV && !map)
+        return PT_SKIP; /* nothing mapped there */
+    if (s->kind == PT_LEAF && map && !(o->flags & OPF_REPLACE))
+        return -MMP_EEXIST;
+    if (!o->nres && reserve(o, 1))
+        return -MMP_ENOMEM; /* nothing published yet: the call gives back what it took */
+    return s->kind == PT_LEAF ? split_begin(o, s) : new_begin(o, s);
+}
+
+/* The unit: slot s->i of s->t at depth o->ud. */
+PT_VISITOR int sh_span(void *ctx, struct pt_slot *s)
+{
+    struct pt_op *o = (struct pt_op *)ctx;
+    const struct mmp_pt_geom *g = o->g;
+    unsigned d = s->d, i = s->i;
+    uint64_t *t = s->t, cb = g->cont_bit, sz = slot_size(g, d), va = s->va & ~(sz - 1);
+    uint64_t e = t ? pt_ld_acquire(&t[i]) : 0;
+    int kind = t ? pt_kind(g, d, e) : s->vkind;
+    bool map = o->kind == OP_MAP, replace = (o->flags & OPF_REPLACE) != 0;
+    if (pt_locked(g, e))
+        return -MMP_EAGAIN;
+    if (kind == PT_INV && !map)
+        return 0;
+    if (kind == PT_LEAF && map && !replace)
+        return -MMP_EEXIST;
+    if (kind == PT_TABLE && d + 1 < MMP_PT_MAXLEV) {
+        /* A block-sized unit over a table: only an empty one is replaced
+         * (freezing arbitrary subtrees is not done in shared mode). */
+        uint64_t *c = pt_child(o->pt, e), found = 0;
+        if (o->kind == OP_PROT)
+            return -MMP_ENOTSUP;
+        if (!sh_freeze(o, c, d + 1, ~0ull, 0, &found)) {
+            int rc = sh_replace_table(o, s, c, map ? o->tmpl[d] | pt_oa_enc(g, va + o->delta) : 0);
+            if (rc == 0 && map)
+                sh_fold_run(o, t, d, i, va);
+            return rc;
+        }
+        if (pt_locked(g, found))
+            return -MMP_EAGAIN;
+        return found && map && !replace ? -MMP_EEXIST : found ? -MMP_ENOTSUP : 0;
+    }
+    uint64_t v = 0;
+    unsigned chg = 0;
+    if (map) {
+        v = o->tmpl[d] | pt_oa_enc(g, va + o->delta);
+        chg = PT_CHG_OA | PT_CHG_ATTR;
+    } else if (o->kind == OP_PROT) {
+        v = (e & g->oa_mask[d] & ~cb) | o->tmpl[d];
+        chg = PT_CHG_ATTR;
+    }
+    if (kind == PT_LEAF && !((v ^ e) & ~g->ign_mask & ~cb))
+        return 0; /* already so (a run keeps its bit) */
+    if (s->priv) { /* a split block's table, or a new one: plain stores */
+        if (e & cb) {
+            unsigned R = 1u << g->cont[d], lo = i & ~(R - 1);
+            for (unsigned k = lo; k < lo + R; k++)
+                pt_st(&t[k], pt_ld(&t[k]) & ~cb);
+        }
+        pt_st(&t[i], v);
+        o->st->entries_written++;
+        return 0;
+    }
+    bool needed = kind == PT_LEAF && v && pt_needs_bbm(g, d, e, v, chg);
+    int rc = sh_change(o, t, d, i, va, e, v, needed, MMP_FLUSH_LEAF);
+    if (rc == PT_RESTART && map && !replace && kind == PT_INV) {
+        /* lost to another map of this slot: -EEXIST, like a later call */
+        uint64_t f = pt_ld(&t[i]);
+        if (pt_kind(g, d, f) == PT_LEAF)
+            return -MMP_EEXIST;
+    }
+    if (rc == 0 && map)
+        sh_fold_run(o, t, d, i, va);
+    return rc;
+}
+
+PT_VISITOR int sh_post(void *ctx, struct pt_slot *s)
+{
+    struct pt_op *o = (struct pt_op *)ctx;
+    const struct mmp_pt_geom *g = o->g;
+    if (s->tag == T_NONE)
+        return 0;
+    if (s->tag == T_TABLE) {
+        if (o->kind == OP_MAP && leaf_fits(o, s->d) && !(o->flags & OPF_NOFOLD))
+            sh_fold_table(o, s);
+        return 0;
+    }
+    /* T_NEW / T_SPLIT: link the private subtree - the publication. */
+    uint64_t *c = pt_slot_child(s), tbl = g->tbl_tmpl | pt_oa_enc(g, s->aux);
+    if (s->priv) {
+        if (s->tag == T_SPLIT && (s->e & g->cont_bit)) {
+            unsigned R = 1u << g->cont[s->d], lo = s->i & ~(R - 1);
+            for (unsigned k = lo; k < lo + R; k++)
+                pt_st(&s->t[k], pt_ld(&s->t[k]) & ~g->cont_bit);
+        }
+        link_table(o, s->t, s->i, s->aux, true);
+        return 0;
+    }
+    mmp_arch_pt_publish(); /* the child's contents before the pointer */
+    uint64_t sz = slot_size(g, s->d), base = s->va & ~(sz - 1);
+    bool needed = s->tag == T_SPLIT &&
+                  pt_needs_bbm(g, s->d, s->e, 0,
+                               PT_CHG_SIZE | (o->kind != OP_UNMAP ? PT_CHG_ATTR : 0));
+    int rc = sh_change(o, s->t, s->d, s->i, base, s->e, tbl, needed, MMP_FLUSH_LEAF);
+    if (rc) {
+        pt_for_each_table(o->pt, s->d + 1, c, give_back, o);
+        give_back(o, c, s->aux);
+    }
+    o->ntk = 0; /* linked, or given back */
+    return rc;
+}
+
+static const struct pt_visitor sh_visitor = {
+    .flags = PT_V_ACQUIRE, .entry = sh_entry, .span = sh_span, .post = sh_post};
+
+/* The unit's depth: the one whose slot is [va, last] (a leaf size). */
+static int sh_unit(struct pt_op *o, uint64_t va, uint64_t last)
+{
+    const struct mmp_pt_geom *g = o->g;
+    for (unsigned d = g->nlev; d-- > 0;) { /* pages first: the common case */
+        uint64_t sz = slot_size(g, d);
+        if (last - va + 1 != sz || (va & (sz - 1)))
+            continue;
+        bool ok = o->kind == OP_MAP ? leaf_fits(o, d) || d + 1 == g->nlev : g->leaf_ok[d];
+        if (!ok || (o->kind == OP_MAP && (o->delta & (sz - 1))))
+            break;
+        o->ud = d;
+        return 0;
+    }
+    return -MMP_ENOTSUP;
+}
+
+static void sh_count(uint64_t *c, uint64_t n)
+{
+    if (n)
+        AO_fetch_and_add((volatile AO_t *)(void *)c, (AO_t)n);
+}
+
+/* End of a shared call: its barrier and flush, its retired tables, and its
+ * counters added to the table's. */
+static void sh_end(struct pt_op *o)
+{
+    struct pt *pt = o->pt;
+    if (o->fl || o->bar)
+        mmp_core_pt_emit(pt, o->st, o->fl, o->fl_lo, o->fl_last, o->fl_flags);
+    for (unsigned k = 0; k < o->nret; k++) {
+        void *va = o->ret[k].va;
+        uint64_t pa = o->ret[k].pa;
+        o->st->table_pages--;
+        if (pt->ops.retire_table)
+            pt->ops.retire_table(pt->ops.ctx, va, pa, gran(o->g));
+        else
+            mmp_host_epoch_retire(pt->ops.free_table, pt->ops.ctx, va, pa, gran(o->g));
+    }
+    /* The rare counters only: one locked add per fault on a line every
+     * writer shares would be the first limit on many CPUs (pt.h). */
+    sh_count(&pt->st.table_pages, o->st->table_pages);
+    sh_count(&pt->st.flushes, o->st->flushes);
+    sh_count(&pt->st.bbm, o->st->bbm);
+}
+
+static inline __attribute__((always_inline)) int pt_run_shared(struct pt_op *o, uint64_t va,
+                                                               uint64_t last, unsigned nlev)
+{
+    struct pt *pt = o->pt;
+    int rc = sh_unit(o, va, last);
+    if (rc)
+        return rc;
+    bool epoch = !pt->ops.retire_table;
+    if (epoch)
+        mmp_host_epoch_enter();
+    rc = PT_RESTART;
+    for (unsigned n = 0; rc == PT_RESTART && n < SH_TRIES; n++) {
+        rc = pt_walk(&sh_visitor, o, pt, nlev, 0, pt->root, false, va, last);
+        /* A walk that stopped before its publication (-ENOMEM, -EEXIST,
+         * the tree changed under it) may hold private tables, none linked
+         * to another yet. */
+        while (o->ntk) {
+            o->ntk--;
+            give_back(o, o->tk[o->ntk].va, o->tk[o->ntk].pa);
+        }
+    }
+    if (epoch)
+        mmp_host_epoch_leave();
+    unreserve(o);
+    sh_end(o);
+    return rc == PT_RESTART ? -MMP_EAGAIN : rc;
+}
+
 /* ---- one call ----------------------------------------------------------- */
 
 static inline __attribute__((always_inline)) int pt_run(struct pt_op *o, uint64_t va,
                                                         uint64_t last, unsigned nlev)
 {
     struct pt *pt = o->pt;
+    if (o->shared)
+        return pt_run_shared(o, va, last, nlev);
     o->prep = true;
     o->need = 0;
     int rc = o->kind == OP_MAP ? pt_walk(&map_visitor, o, pt, nlev, 0, pt->root, false, va, last)

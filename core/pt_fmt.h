@@ -73,6 +73,15 @@ struct mmp_pt_geom {
      */
     uint64_t trk_w, trk_w_on, trk_d, trk_m, trk_a;
     uint8_t trk_hw;
+    /*
+     * Shared update mode (MMP_PT_SHARED): the software bit that marks an
+     * entry LOCKED by a writer. A locked entry is invalid to the hardware
+     * (the format's valid bits clear) and keeps the other bits of the
+     * entry it replaced: (old & ~valid_bit) | lock_bit. The bit is one the
+     * format ignores in invalid descriptors and mmport never sets in a
+     * valid one (set by the format's setup; see pt_locked()).
+     */
+    uint64_t lock_bit;
 };
 
 /* What a change of a live entry does (mmp_pt_fmt::needs_bbm). */

@@ -89,6 +89,15 @@ static inline void pt_st_release(uint64_t *p, uint64_t v)
     AO_store_release((volatile AO_t *)(void *)p, (AO_t)v);
 }
 
+/* Shared mode: one compare-and-swap, returning the value found (== old
+ * when it swapped). Full barrier: it publishes tables and orders the
+ * reads of a walk that follows it. */
+static inline uint64_t pt_cas(uint64_t *p, uint64_t old, uint64_t nw)
+{
+    return (uint64_t)AO_fetch_compare_and_swap_full((volatile AO_t *)(void *)p, (AO_t)old,
+                                                   (AO_t)nw);
+}
+
 static inline void *pt_p2v(const struct pt *pt, uint64_t pa)
 {
     if (!pt->ops.phys_to_virt)
@@ -103,6 +112,17 @@ static inline int pt_kind(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
     if (!(e & g->valid_bit))
         return PT_INV;
     return (e & g->tbl_mask[d]) == g->tbl_val[d] ? PT_TABLE : PT_LEAF;
+}
+
+/* Shared mode: an entry a writer holds LOCKED (mmp_pt_geom::lock_bit):
+ * invalid, with the other bits of the entry it replaced. */
+static inline bool pt_locked(const struct mmp_pt_geom *g, uint64_t e)
+{
+    return (e & (g->valid_bit | g->lock_bit)) == g->lock_bit;
+}
+static inline uint64_t pt_lockval(const struct mmp_pt_geom *g, uint64_t e)
+{
+    return (e & ~g->valid_bit) | g->lock_bit;
 }
 
 /* Output addresses in and out of descriptors (most formats: a mask). */
@@ -178,6 +198,10 @@ void mmp_core_pt_defer_keep(struct pt *pt, void *va, uint64_t pa);
 /* End of one map/unmap/protect call: one barrier, one coalesced flush and
  * the deferred frees, unless a lazy section defers them. */
 void mmp_core_pt_call_end(struct pt *pt);
+/* Shared mode, where nothing in struct pt may be written: barrier, then
+ * (flush) tlb_flush [lo, last], counted in *st. */
+void mmp_core_pt_emit(const struct pt *pt, struct mmp_pt_stats *st, bool flush, uint64_t lo,
+                      uint64_t last, unsigned flags);
 /* Emit everything pending now (lazy leave/flush/pause). */
 void mmp_core_pt_sync(struct pt *pt);
 

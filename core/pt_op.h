@@ -31,6 +31,25 @@ struct pt_op {
     void *res; /* reserved table pages, linked through entries 0/1 */
     uint64_t res_pa;
     uint64_t nres;
+    struct mmp_pt_stats *st; /* &pt->st, or &lst in shared mode */
+    bool shared;
+    /* Shared mode (MMP_PT_SHARED) only, from here on (not cleared for
+     * exclusive calls): the call's own batch, merged into the table's at
+     * its end; no field of struct pt is written meanwhile. */
+    bool bar;          /* a barrier is owed */
+    bool fl;           /* a flush of [fl_lo, fl_last] is owed */
+    unsigned ud;       /* depth of the one leaf slot the call changes */
+    unsigned fl_flags;
+    unsigned ntk;      /* private tables taken and not linked into the tree yet */
+    unsigned nret;     /* tables unlinked, retired at the end */
+    struct mmp_pt_stats lst;
+    /* scratch from here on (never cleared) */
+    uint64_t fl_lo, fl_last;
+    struct {
+        void *va;
+        uint64_t pa;
+    } tk[MMP_PT_MAXLEV], ret[MMP_PT_MAXLEV + 1];
+    uint64_t lk[CHUNK]; /* old values of the entries pt_lock() holds */
 };
 
 /* The engine instance of a table (core/pt_engine.c): prepare, reserve,

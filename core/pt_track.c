@@ -196,6 +196,7 @@ static int trk_run(struct trk *w, struct pt *pt, uint64_t va, uint64_t last)
 {
     w->op.pt = pt;
     w->op.g = &pt->g;
+    w->op.st = &pt->st;
     w->op.kind = OP_PROT;
     w->va0 = va;
     w->last = last;
@@ -288,6 +289,7 @@ static int start_chunk(struct pt *pt, uint64_t lo, uint64_t hi)
     __builtin_memset(&o, 0, sizeof o);
     o.pt = pt;
     o.g = g;
+    o.st = &pt->st;
     o.kind = OP_SPLIT;
     int rc = mmp_core_pt_run(&o, lo, hi);
     if (rc)

@@ -16,6 +16,8 @@ const char *mmp_strerror(int err)
         return "nothing mapped there";
     case MMP_EINTR:
         return "cancelled by callback";
+    case MMP_EAGAIN:
+        return "entry being changed by another writer (nothing changed; retry)";
     case MMP_ENOMEM:
         return "out of memory (nothing changed)";
     case MMP_EACCES:

@@ -1332,7 +1332,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned pab = pa_bits ? pa_bits : x86 ? 52 : 48;
     /* Table pages at the top of the output space (offset mode). */
     e.tbl_base = (1ull << pab) - MAXPAGES * SLOT;
-    struct mmp_pt_ops ops = {f_alloc, f_free, e.offset_p2v ? f_p2v : NULL, f_flush, &e};
+    struct mmp_pt_ops ops = {.alloc_table = f_alloc,
+                             .free_table = f_free,
+                             .phys_to_virt = e.offset_p2v ? f_p2v : NULL,
+                             .tlb_flush = f_flush,
+                             .ctx = &e};
     static struct mmp_pt pt;
     if (mmp_pt_init(&pt, &cfg, &ops))
         fail("init", "failed");

@@ -68,9 +68,9 @@ elif want asan && build asan build-asan; then
         suite asan build/$ARCH-asan/tests/mmport-test
 fi
 # The suites with threads (concurrent walkers, parallel clearing, readers
-# beside splits) under TSan.
+# beside splits, tracking, shared-mode writers) under TSan.
 if [ -z "$native_runner" ] && want tsan && build tsan build-tsan; then
-    for s in concurrency clear pt_outage pt_track_mt; do
+    for s in concurrency clear pt_outage pt_track_mt pt_shared; do
         CK_RUN_SUITE=$s TSAN_OPTIONS=halt_on_error=1 \
             suite tsan-$s build/$ARCH-tsan/tests/mmport-test
     done

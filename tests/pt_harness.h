@@ -130,7 +130,11 @@ static inline void t_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags
 
 static inline struct mmp_pt_ops t_ops(struct tenv *e)
 {
-    struct mmp_pt_ops o = {t_alloc, t_free, NULL, t_flush, e};
+    struct mmp_pt_ops o = {.alloc_table = t_alloc,
+                           .free_table = t_free,
+                           .phys_to_virt = NULL,
+                           .tlb_flush = t_flush,
+                           .ctx = e};
     return o;
 }
 

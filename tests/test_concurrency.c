@@ -167,7 +167,11 @@ static void write_step(struct shared *s, unsigned *seed)
 static void run_concurrent(const struct mmp_pt_config *cfg, int steps)
 {
     struct quarantine q = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    struct mmp_pt_ops ops = {q_alloc, q_free, NULL, NULL, &q};
+    struct mmp_pt_ops ops = {.alloc_table = q_alloc,
+                             .free_table = q_free,
+                             .phys_to_virt = NULL,
+                             .tlb_flush = NULL,
+                             .ctx = &q};
     static struct shared s;
     memset(&s, 0, sizeof s);
     s.granule = cfg->granule;

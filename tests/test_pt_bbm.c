@@ -136,7 +136,11 @@ START_TEST(x86_fold_table_intact_until_flush)
 {
     struct fold_env f = {0};
     f.e = calloc(1, sizeof *f.e);
-    struct mmp_pt_ops ops = {fold_alloc, fold_free, NULL, fold_flush, &f};
+    struct mmp_pt_ops ops = {.alloc_table = fold_alloc,
+                             .free_table = fold_free,
+                             .phys_to_virt = NULL,
+                             .tlb_flush = fold_flush,
+                             .ctx = &f};
     ck_assert_int_eq(mmp_pt_init(&f.e->pt, &pt_cfgs[0].c, &ops), 0);
     uint64_t G = 4096, B = 2ull << 20, va = B, pa = 1ull << 30;
     f.pa2 = pa + 2 * G;

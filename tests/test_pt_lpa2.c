@@ -179,7 +179,11 @@ START_TEST(descriptors_lpa2_and_lpa)
         unsigned gs = c->granule == 4096 ? 12 : c->granule == 16384 ? 14 : 16;
         int lpa2 = gs != 16;
         struct tenv *e = calloc(1, sizeof *e);
-        struct mmp_pt_ops o = {hi_alloc, hi_free, hi_p2v, t_flush, e};
+        struct mmp_pt_ops o = {.alloc_table = hi_alloc,
+                               .free_table = hi_free,
+                               .phys_to_virt = hi_p2v,
+                               .tlb_flush = t_flush,
+                               .ctx = e};
         ck_assert_int_eq(mmp_pt_init(&e->pt, c, &o), 0);
         uint64_t va = cases[i].va, pa = cases[i].pa, sz = cases[i].size;
         ck_assert_int_eq(mmp_pt_map(&e->pt, va, pa, sz, RW, 0), 0);
@@ -465,8 +469,11 @@ START_TEST(regs_arm64)
             if (hi && w[i].c.pa_bits != 52)
                 continue;
             struct tenv *e = calloc(1, sizeof *e);
-            struct mmp_pt_ops o = {hi ? hi_alloc : t_alloc, hi ? hi_free : t_free,
-                                   hi ? hi_p2v : NULL, t_flush, e};
+            struct mmp_pt_ops o = {.alloc_table = hi ? hi_alloc : t_alloc,
+                                   .free_table = hi ? hi_free : t_free,
+                                   .phys_to_virt = hi ? hi_p2v : NULL,
+                                   .tlb_flush = t_flush,
+                                   .ctx = e};
             ck_assert_int_eq(mmp_pt_init(&e->pt, &w[i].c, &o), 0);
             struct mmp_pt_regs r;
             ck_assert_int_eq(mmp_pt_regs(&e->pt, w[i].id, &r), 0);

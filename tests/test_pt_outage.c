@@ -112,7 +112,7 @@ static void run_outage(const struct mmp_pt_config *cfg, uint64_t leaf, bool whol
                        unsigned regions)
 {
     static struct outage o;
-    struct mmp_pt_ops ops = {o_alloc, o_free, NULL, o_flush, NULL};
+    struct mmp_pt_ops ops = {.alloc_table = o_alloc, .free_table = o_free, .phys_to_virt = NULL, .tlb_flush = o_flush, .ctx = NULL};
     o = (struct outage){.base = 1ull << 39, .leaf = leaf, .whole_leaf_breaks = whole_breaks};
     ck_assert_int_eq(mmp_pt_init(&o.pt, cfg, &ops), 0);
     o.changed = (AO_t)-1;

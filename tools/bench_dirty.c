@@ -145,7 +145,7 @@ static int run(int argc, char **argv)
         return cli_error(cmd, "out of memory for %llu table bytes", (unsigned long long)pool.cap);
     memset(pool.buf, 0, pool.cap); /* pre-fault */
     memset(bm, 0, words * 8);
-    struct mmp_pt_ops ops = {p_alloc, p_free, NULL, p_flush, NULL};
+    struct mmp_pt_ops ops = {.alloc_table = p_alloc, .free_table = p_free, .phys_to_virt = NULL, .tlb_flush = p_flush, .ctx = NULL};
     struct mmp_pt pt;
     int rc = mmp_pt_init(&pt, &k, &ops);
     uint64_t va0 = 1ull << 30, pa0 = 1ull << 36; /* fake output range */

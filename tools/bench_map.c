@@ -109,7 +109,11 @@ static bool use_heap; /* --heap: the built-in allocator (NULL ops) */
 
 static struct mmp_pt_ops bench_ops(bool syscall_flush)
 {
-    struct mmp_pt_ops o = {b_alloc, b_free, NULL, syscall_flush ? flush_syscall : flush_noop, NULL};
+    struct mmp_pt_ops o = {.alloc_table = b_alloc,
+                           .free_table = b_free,
+                           .phys_to_virt = NULL,
+                           .tlb_flush = syscall_flush ? flush_syscall : flush_noop,
+                           .ctx = NULL};
     return o;
 }
 

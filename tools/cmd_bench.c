@@ -30,11 +30,12 @@ static const char usage[] =
     "are shared and noisy, so absolute figures move between runs.\n"
     "  clear   clearing kernels vs glibc memset and per-page clearing\n"
     "  dirty   dirty-log start and harvest vs per-page lookups\n"
+    "  fault   second-stage faults from many threads (shared mode vs a lock)\n"
     "  map     page-table map/unmap/protect per format and leaf policy\n";
 
 const struct cli_command cli_cmd_bench = {
     .name = "bench",
-    .summary = "run a benchmark (clear, dirty, map)",
+    .summary = "run a benchmark (clear, dirty, fault, map)",
     .usage = usage,
     .run = run,
 };

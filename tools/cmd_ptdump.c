@@ -298,7 +298,11 @@ static int run(int argc, char **argv)
 
     static unsigned char zero_table[65536] __attribute__((aligned(65536)));
     struct image im = {.pa = base, .root_pa = root, .zero = zero_table};
-    struct mmp_pt_ops img_ops = {img_alloc, img_free, img_p2v, NULL, &im};
+    struct mmp_pt_ops img_ops = {.alloc_table = img_alloc,
+                                 .free_table = img_free,
+                                 .phys_to_virt = img_p2v,
+                                 .tlb_flush = NULL,
+                                 .ctx = &im};
     struct mmp_pt *pt;
     int rc;
     if (image) {

@@ -124,6 +124,10 @@ static int arm64_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, bo
     g->bbm = 1;
     g->one_range = (cfg->flags & MMP_PT_EL2) != 0;
     g->valid_bit = A_VALID;
+    /* Locked entries (shared mode): bit 58, one of bits [58:55] that valid
+     * descriptors reserve for software, and ignored with bit 0 clear (Arm
+     * ARM D8.3.1: an invalid descriptor's bits [63:1] are ignored). */
+    g->lock_bit = 1ull << 58;
     g->cont_bit = A_CONT;
     g->ign_mask = 0;
     /*

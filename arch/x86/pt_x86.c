@@ -63,6 +63,11 @@ int mmp_core_x86_pt_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg
     g->sign_extend = !physical;
     g->bbm = 0;
     g->valid_bit = valid;
+    /* Locked entries (shared mode): bit 11, ignored in every x86-64, NPT and
+     * EPT entry mmport writes (Intel SDM vol. 3A 4.5 tables 4-15..4-20,
+     * vol. 3C 29.3.2 tables 29-1..29-6 "ignored"; AMD APM vol. 2 5.3.3 AVL),
+     * and nothing at all is looked at with P = 0 / R = W = X = 0. */
+    g->lock_bit = 1ull << 11;
     g->cont_bit = 0;
     g->ign_mask = ign;
     g->tbl_tmpl = tbl;

@@ -20,3 +20,24 @@ void mmp_pt_destroy(struct mmp_pt *pt)
 {
     mmp_pt_fini(pt);
 }
+
+/* No threads to wait for, and no heap for the retired list: shared tables
+ * need the caller's retire_table hook (mmp_pt_init checks). */
+bool mmp_host_epoch_ok(void)
+{
+    return false;
+}
+void mmp_host_epoch_enter(void)
+{
+}
+void mmp_host_epoch_leave(void)
+{
+}
+void mmp_host_epoch_retire(void (*free_table)(void *, void *, uint64_t, size_t), void *ctx,
+                           void *va, uint64_t pa, size_t bytes)
+{
+    free_table(ctx, va, pa, bytes); /* unreachable: mmp_host_epoch_ok() is false */
+}
+void mmp_host_epoch_drain(void)
+{
+}

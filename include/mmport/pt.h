@@ -7,8 +7,9 @@
  * Contract, for every call below:
  * - Errors are negative MMP_E* values; a call that fails changes nothing
  *   (no entry written, no table page kept, no flush issued).
- * - Writers are serialised by the caller (one writer per table at a time).
- *   Lookups and walks may run concurrently with a writer: every descriptor
+ * - Writers are serialised by the caller (one writer per table at a time),
+ *   except in a table created with MMP_PT_SHARED (many writers at once,
+ *   see there). Lookups and walks may run concurrently with a writer: every descriptor
  *   is written with one aligned atomic store, so a reader sees the old
  *   entry, the new one, or (inside a break-before-make window) an invalid
  *   one; never a torn descriptor.
@@ -108,6 +109,36 @@ enum mmp_pt_config_flag {
      * done in software (write-protect, mmp_pt_dirty_fault()).
      */
     MMP_PT_TRACK_HW = 1u << 11,
+    /**
+     * Shared update mode: map, unmap and protect on this table may run
+     * from any number of threads at once, and with lookups (the second-
+     * stage fault path of a VM with many vCPUs, as KVM's shared walks).
+     * Every call then changes ONE leaf slot: size is a leaf size of the
+     * table (the granule, or a block size) and va (and pa) are aligned to
+     * it; other ranges give -ENOTSUP. Every entry change is a compare-and-
+     * swap; a change that needs break-before-make first swaps the entry to
+     * a LOCKED invalid value (a software bit of the format), does barrier
+     * and flush, then stores the new entry. Conflicts:
+     * - a call that meets a locked entry, or loses a race it cannot
+     *   resolve within a few retries, returns -EAGAIN with nothing changed
+     *   (the caller re-faults, as KVM returns -EAGAIN to the vCPU);
+     * - two maps of the same slot: one wins, the other returns -EEXIST
+     *   (as any map over a mapping does);
+     * - a lost race to install a table is resolved inside the call (the
+     *   loser gives its table back and uses the winner's).
+     * A failed call (-EAGAIN, -EEXIST, -ENOMEM, ...) changed no entry and
+     * keeps no table page; calls are linearisable. Table pages unlinked by
+     * a shared call (folds, splits replaced) go to mmp_pt_ops::retire_table,
+     * or, where that is NULL, to the built-in epoch scheme of the hosted
+     * build (freed once no lookup or shared call that may be inside is
+     * running; mmp_pt_reclaim() waits for that). Each call flushes what it
+     * changed before it returns: lazy sections (mmp_lazy_*) do not batch
+     * shared calls. mmp_pt_walk() restarts at an entry being changed;
+     * mmp_pt_usage() and mmp_pt_dump() want a quiescent table. The ops
+     * hooks are called from any writer thread at once. Without a retire
+     * hook in a freestanding build, mmp_pt_init() returns -EINVAL.
+     */
+    MMP_PT_SHARED = 1u << 16,
 };
 
 /** What a table looks like; fixed at creation. */
@@ -207,6 +238,15 @@ struct mmp_pt_ops {
      */
     void (*tlb_flush)(void *ctx, uint64_t va, uint64_t size, unsigned flags);
     void *ctx; /**< passed as the first argument of every hook */
+    /**
+     * MMP_PT_SHARED tables: a table page a shared call unlinked (and
+     * flushed). Lookups and shared calls that started before may still be
+     * reading it: give it to free_table (or reuse it) only after they have
+     * ended, e.g. with call_rcu() when every lookup and shared call runs
+     * inside rcu_read_lock(). NULL: the built-in epoch scheme (hosted
+     * build), which brackets those calls itself. Unused by other tables.
+     */
+    void (*retire_table)(void *ctx, void *va, uint64_t pa, size_t bytes);
 };
 
 /** One leaf translation, as lookup and walk report it. */
@@ -226,7 +266,10 @@ enum mmp_pt_leaf_kind {
     MMP_LEAF_CONT = 2,  /**< page or block inside a contiguous-bit run */
 };
 
-/** Counters kept per table. */
+/** Counters kept per table. A MMP_PT_SHARED table keeps table_pages,
+ * flushes and bbm, not the per-entry ones (entries_written, barriers,
+ * ranges_coalesced stay 0): a shared counter written by every fault would
+ * be the first thing to stop it scaling. */
 struct mmp_pt_stats {
     uint64_t entries_written;   /**< descriptor stores */
     uint64_t barriers;          /**< barriers emitted (arm64 dsb ishst; isb) */
@@ -263,8 +306,20 @@ struct mmp_pt {
 MMP_API int mmp_pt_init(struct mmp_pt *pt, const struct mmp_pt_config *cfg,
                         const struct mmp_pt_ops *ops);
 
-/** Free every table page of @p pt. The table must not be in use by an MMU. */
+/** Free every table page of @p pt. The table must not be in use by an MMU
+ * (nor by another thread). A MMP_PT_SHARED table first waits for its
+ * retired pages as mmp_pt_reclaim() does. */
 MMP_API void mmp_pt_fini(struct mmp_pt *pt);
+
+/**
+ * MMP_PT_SHARED tables with the built-in epoch scheme: wait until every
+ * lookup and shared call running on any table when it was called has
+ * ended, then free the table pages such calls retired. Must not be called
+ * by a thread inside such a call (a tlb_flush hook). Does nothing for
+ * other tables or with mmp_pt_ops::retire_table.
+ * Errors: -EINVAL (NULL or uninitialised table).
+ */
+MMP_API int mmp_pt_reclaim(struct mmp_pt *pt);
 
 /** mmp_pt_init() on heap storage. Errors as init; -ENOMEM; -ENOSYS in a
  * freestanding build (no heap: embed struct mmp_pt and call mmp_pt_init). */
@@ -283,7 +338,10 @@ MMP_API void mmp_pt_destroy(struct mmp_pt *pt);
  * or flags, WRITE without READ, attrs the format cannot express); -EOVERFLOW (va+size or pa+size wraps);
  * -ERANGE (beyond va_bits / non-canonical x86 address, or beyond pa_bits);
  * -EEXIST (something is mapped in the range and MMP_MAP_REPLACE is not
- * given); -ENOMEM (a table allocation failed).
+ * given; in a MMP_PT_SHARED table also: another thread mapped it first);
+ * -ENOMEM (a table allocation failed); MMP_PT_SHARED tables: -ENOTSUP (not
+ * one leaf slot), -EAGAIN (an entry on the way is being changed by another
+ * writer; nothing changed, retry).
  */
 MMP_API int mmp_pt_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t size,
                        uint32_t attrs, uint32_t flags);
@@ -294,7 +352,8 @@ MMP_API int mmp_pt_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t siz
  * Tables left empty are freed after the flush that covers them (kept
  * linked with MMP_PT_KEEP_TABLES).
  * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for map; -ENOMEM (a split needed
- * a table and none could be allocated).
+ * a table and none could be allocated); MMP_PT_SHARED tables: -ENOTSUP,
+ * -EAGAIN as for map.
  */
 MMP_API int mmp_pt_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size);
 
@@ -305,8 +364,11 @@ MMP_API int mmp_pt_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size);
  */
 MMP_API int mmp_pt_protect(struct mmp_pt *pt, uint64_t va, uint64_t size, uint32_t attrs);
 
-/** The leaf translating @p va (any address inside a page). Errors: -ENOENT
- * (unmapped), -EINVAL (NULL argument), -ERANGE (beyond va_bits, non-canonical). */
+/** The leaf translating @p va (any address inside a page). In a
+ * MMP_PT_SHARED table it waits out an entry another thread holds locked
+ * (one barrier + flush) and reports the translation after it.
+ * Errors: -ENOENT (unmapped), -EINVAL (NULL argument), -ERANGE (beyond
+ * va_bits, non-canonical). */
 MMP_API int mmp_pt_lookup(const struct mmp_pt *pt, uint64_t va, struct mmp_pt_leaf *out);
 
 /** Called for each leaf; a non-zero return stops the walk and is returned. */

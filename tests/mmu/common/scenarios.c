@@ -1108,8 +1108,11 @@ static void sc_dirty(struct mmp_pt *pt)
 static void run_target(const struct pl_target *t, unsigned idx)
 {
     struct mmp_pt pt;
-    struct mmp_pt_ops ops = { pl_alloc_table, pl_free_table, pl_phys_to_virt, flush_hook,
-                              (void *)(uintptr_t)t };
+    struct mmp_pt_ops ops = {.alloc_table = pl_alloc_table,
+                             .free_table = pl_free_table,
+                             .phys_to_virt = pl_phys_to_virt,
+                             .tlb_flush = flush_hook,
+                             .ctx = (void *)(uintptr_t)t};
     cur = t;
     gran = t->cfg.granule;
     model_clear();
