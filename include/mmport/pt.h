@@ -339,9 +339,9 @@ MMP_API void mmp_pt_destroy(struct mmp_pt *pt);
  * -ERANGE (beyond va_bits / non-canonical x86 address, or beyond pa_bits);
  * -EEXIST (something is mapped in the range and MMP_MAP_REPLACE is not
  * given; in a MMP_PT_SHARED table also: another thread mapped it first);
- * -ENOMEM (a table allocation failed); MMP_PT_SHARED tables: -ENOTSUP (not
- * one leaf slot), -EAGAIN (an entry on the way is being changed by another
- * writer; nothing changed, retry).
+ * -ENOMEM (a table allocation failed); -ENOTSUP (MMP_PT_SHARED table: the
+ * range is not one leaf slot); -EAGAIN (MMP_PT_SHARED table: an entry on the
+ * way is being changed by another writer; nothing changed, retry).
  */
 MMP_API int mmp_pt_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t size,
                        uint32_t attrs, uint32_t flags);
@@ -352,8 +352,8 @@ MMP_API int mmp_pt_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t siz
  * Tables left empty are freed after the flush that covers them (kept
  * linked with MMP_PT_KEEP_TABLES).
  * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for map; -ENOMEM (a split needed
- * a table and none could be allocated); MMP_PT_SHARED tables: -ENOTSUP,
- * -EAGAIN as for map.
+ * a table and none could be allocated); -ENOTSUP, -EAGAIN (MMP_PT_SHARED
+ * table) as for map.
  */
 MMP_API int mmp_pt_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size);
 
