@@ -426,6 +426,20 @@ static int collect(void *arg, const struct mmp_pt_leaf *l)
     return 0;
 }
 
+/* Field by field: a copied struct's padding is not part of the leaf. */
+static bool leaves_equal(const struct leaves *a, const struct leaves *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (unsigned i = 0; i < a->n && i < 64; i++) {
+        const struct mmp_pt_leaf *x = &a->l[i], *y = &b->l[i];
+        if (x->va != y->va || x->pa != y->pa || x->size != y->size || x->attrs != y->attrs ||
+            x->level != y->level || x->kind != y->kind || x->desc != y->desc)
+            return false;
+    }
+    return true;
+}
+
 static void snapshot(struct mmp_pt *pt, uint64_t va, uint64_t size, struct leaves *v)
 {
     memset(v, 0, sizeof *v);
@@ -494,7 +508,7 @@ static void enomem_each_point(enum mmp_pt_format f, uint32_t va_bits, uint64_t f
             ck_assert_int_eq(my_allocs - a0, my_frees - f0); /* nothing kept */
             snapshot(&s.pt, lo, BLK, &after);
             ck_assert_uint_eq(before.n, after.n);
-            ck_assert(memcmp(before.l, after.l, sizeof before.l) == 0);
+            ck_assert(leaves_equal(&before, &after));
         }
     }
     AO_store_release(&s.stop, 1);
