@@ -67,6 +67,11 @@ int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct 
         __builtin_memset(p, 0, sizeof *p);
         return -MMP_ENOMEM;
     }
+    if (pa & (pt->g.root_bytes - 1)) { /* the base register cannot hold it */
+        ops->free_table(ops->ctx, root, pa, pt->g.root_bytes);
+        __builtin_memset(p, 0, sizeof *p);
+        return -MMP_EINVAL;
+    }
     __builtin_memset(root, 0, pt->g.root_bytes);
     pt->root = (uint64_t *)root;
     pt->root_pa = pa;

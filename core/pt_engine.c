@@ -111,6 +111,11 @@ static int reserve(struct pt_op *o, long n)
             unreserve(o);
             return -MMP_ENOMEM;
         }
+        if (pa & (gran(o->g) - 1)) { /* a descriptor cannot hold it */
+            pt->ops.free_table(pt->ops.ctx, p, pa, gran(o->g));
+            unreserve(o);
+            return -MMP_EINVAL;
+        }
         res_push(o, p, pa);
     }
     /* Hand the pages out in the order they came: an allocator that gives

@@ -614,6 +614,53 @@ START_TEST(bad_input_table)
 }
 END_TEST
 
+/* An alloc_table that breaks its contract (a table not aligned to its size)
+ * is refused with -EINVAL and nothing is built on it or kept. */
+struct misal {
+    long live, n, bad_from;
+};
+
+static void *misal_alloc(void *ctx, size_t bytes, uint64_t *pa)
+{
+    struct misal *m = (struct misal *)ctx;
+    void *p = aligned_alloc(bytes, bytes);
+    if (!p)
+        return NULL;
+    m->live++;
+    *pa = (uint64_t)(uintptr_t)p + (++m->n >= m->bad_from ? bytes / 2 : 0);
+    return p;
+}
+
+static void misal_free(void *ctx, void *va, uint64_t pa, size_t bytes)
+{
+    (void)pa;
+    (void)bytes;
+    ((struct misal *)ctx)->live--;
+    free(va);
+}
+
+START_TEST(misaligned_table_refused)
+{
+    for (size_t c = 0; c < NCFG; c++) {
+        struct misal m = {0, 0, 1};
+        struct mmp_pt_ops ops = {.alloc_table = misal_alloc, .free_table = misal_free, .ctx = &m};
+        struct mmp_pt pt;
+        ck_assert_int_eq(mmp_pt_init(&pt, &pt_cfgs[c].c, &ops), -MMP_EINVAL);
+        ck_assert_int_eq(m.live, 0);
+        m = (struct misal){0, 0, 2};
+        ck_assert_int_eq(mmp_pt_init(&pt, &pt_cfgs[c].c, &ops), 0);
+        struct mmp_pt_info inf;
+        mmp_pt_info(&pt, &inf);
+        ck_assert_int_eq(mmp_pt_map(&pt, 0, 0, inf.granule, RW, 0), -MMP_EINVAL);
+        struct mmp_pt_leaf l;
+        ck_assert_int_eq(mmp_pt_lookup(&pt, 0, &l), -MMP_ENOENT);
+        ck_assert_int_eq(m.live, 1); /* the root only */
+        mmp_pt_fini(&pt);
+        ck_assert_int_eq(m.live, 0);
+    }
+}
+END_TEST
+
 START_TEST(default_ops_and_create)
 {
     struct mmp_pt *pt = NULL;
@@ -738,6 +785,7 @@ Suite *mmp_suite_pt(void)
     MMP_ADD(s, folding_up_to_block_runs);
     MMP_ADD(s, fault_injection_every_allocation);
     MMP_ADD(s, bad_input_table);
+    MMP_ADD(s, misaligned_table_refused);
     MMP_ADD(s, default_ops_and_create);
     MMP_ADD(s, dump_lines);
     MMP_ADD(s, keep_tables);

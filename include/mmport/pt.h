@@ -224,7 +224,9 @@ struct mmp_pt_ops {
      * Allocate one table page of @p bytes (the granule, or the concatenated
      * stage-2 root), aligned to its size. Return its address in the
      * caller's mapping and its physical address in *pa; NULL on failure.
-     * The memory need not be zeroed.
+     * The memory need not be zeroed. A table whose physical address is not
+     * aligned to its size is given back with free_table and the call that
+     * asked for it fails with -EINVAL, changing nothing.
      */
     void *(*alloc_table)(void *ctx, size_t bytes, uint64_t *pa);
     /** Give back a table page from alloc_table. */
