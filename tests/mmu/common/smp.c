@@ -256,9 +256,9 @@ struct seen {
     uint8_t lk_kind;
 };
 
-/* Lookup, AT read and write, a load at a random word (and, @p store, a
+/* Lookup, AT read and write, a load of the word at va (and, @p store, a
  * store of that word's own pattern: harmless wherever it lands). */
-static void observe(struct cpu_res *c, uint64_t va, int store, struct seen *s)
+static void observe(uint64_t va, int store, struct seen *s)
 {
     struct mmp_pt_leaf l;
     s->lk_rc = mmp_pt_lookup(&spt, va, &l);
@@ -273,7 +273,6 @@ static void observe(struct cpu_res *c, uint64_t va, int store, struct seen *s)
     s->stf = -1;
     if (store && !s->ld)
         s->stf = pl_arch_access(va, 1, s->val);
-    (void)c;
 }
 
 /* Compare what was seen at va (offset in its page: va & 4095) with a page
@@ -440,7 +439,7 @@ static void own_op(struct cpu_res *c, unsigned cpu)
     struct seen s;
     uint64_t wpa, vw = va + word(c);
     unsigned a = want_of(r, p, &wpa);
-    observe(c, vw, 0, &s);
+    observe(vw, 0, &s);
     judge(c, vw, &s, a, wpa, "own page after the call");
     c->own_checks++;
     if (nm == A_RW && s.lk_rc == 0 && s.lk_size == BLK)
@@ -599,7 +598,7 @@ static void peer_check(struct cpu_res *c, unsigned cpu)
         return;
     unsigned a = want_of(r, p, &pa);
     struct seen s;
-    observe(c, va, 1, &s);
+    observe(va, 1, &s);
     AO_nop_full();
     if (AO_load(&seq[r]) != s1) {
         c->peer_raced++;
@@ -616,7 +615,7 @@ static void stable_check(struct cpu_res *c)
     uint64_t va = va_of(r, p) + word(c), pa;
     unsigned a = want_of(r, p, &pa);
     struct seen s;
-    observe(c, va, 1, &s);
+    observe(va, 1, &s);
     judge(c, va, &s, a, pa, "stable page");
     c->stable_checks++;
 
@@ -626,7 +625,7 @@ static void stable_check(struct cpu_res *c)
     while (hot_index(r - SH0, p) >= 0);
     va = va_of(r, p) + word(c);
     pa = pa_of(r, p) | (va & (GRAN - 1));
-    observe(c, va, 0, &s);
+    observe(va, 0, &s);
     c->sharedmap_checks++;
     if (s.lk_rc || s.lk_pa != pa || s.lk_attrs != attrs_of(A_RW))
         fail(c, va, "lookup of an always-mapped page of a shared region (rc, PA)", pa,
@@ -789,7 +788,7 @@ static unsigned check_all(struct cpu_res *c, struct kinds *k)
             }
             struct seen s;
             uint64_t va = va_of(r, p) + word(c);
-            observe(c, va, 0, &s);
+            observe(va, 0, &s);
             judge(c, va, &s, a, pa, "final table");
         }
     }
