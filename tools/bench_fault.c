@@ -10,10 +10,14 @@
  *              the exclusive mode can do with many vCPUs);
  *   exclusive  an exclusive table, one thread, no lock (the baseline the
  *              shared mode's single-thread cost is compared with).
+ * Each thread is pinned to its own CPU of the affinity mask (round robin
+ * when there are fewer), so two threads never share a core the scheduler
+ * happened to pick for both; only the faults are timed.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -110,10 +114,27 @@ struct targ {
     unsigned t;
 };
 
+/* The CPUs of the affinity mask the bench started with; thread t runs on
+ * cpus[t % ncpus]. */
+static cpu_set_t start_aff;
+static int cpus[CPU_SETSIZE];
+static unsigned ncpus;
+
+static void pin(unsigned t)
+{
+    cpu_set_t one;
+    if (!ncpus)
+        return;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[t % ncpus], &one);
+    (void)pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+}
+
 static void *worker(void *arg)
 {
     struct targ *a = arg;
     struct run *r = a->r;
+    pin(a->t);
     const uint32_t *pg = r->pages + a->t * r->per;
     AO_fetch_and_add1(&r->ready);
     while (!AO_load_acquire(&r->go))
@@ -189,6 +210,7 @@ static double one_run(const struct mmp_pt_config *base, int mode, unsigned threa
         ta[t] = (struct targ){&r, t};
         pthread_create(&th[t], NULL, worker, &ta[t]);
     }
+    pin(0);
     while (AO_load(&r.ready) + 1 < threads)
         ;
     double t0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
@@ -199,6 +221,8 @@ static double one_run(const struct mmp_pt_config *base, int mode, unsigned threa
         pthread_join(th[t], NULL);
     double ns = clock_ns(CLOCK_MONOTONIC) - t0;
     *cpu_ns = (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0) / (double)(r.per * threads);
+    if (ncpus)
+        (void)pthread_setaffinity_np(pthread_self(), sizeof start_aff, &start_aff);
     *errors += r.errors;
     mmp_pt_fini(&r.pt);
     free(r.pages);
@@ -240,9 +264,10 @@ static int run(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},       {"format", required_argument, NULL, 'f'},
         {"faults", required_argument, NULL, 'n'}, {"threads", required_argument, NULL, 't'},
         {"reps", required_argument, NULL, 'r'}, {"collisions", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+        {"no-pin", no_argument, NULL, 'P'},     {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    bool json = false;
+    bool json = false, pinning = true;
     const char *only = NULL;
     unsigned long long v, faults = 1u << 18, reps = 3, coll = 3, maxt = 2;
     int c;
@@ -251,6 +276,7 @@ static int run(int argc, char **argv)
         switch (c) {
         case 'h': return fputs(cli_bench_fault.usage, stdout), 0;
         case 'j': json = true; break;
+        case 'P': pinning = false; break;
         case 'f':
             only = optarg;
             if (!cli_pt_format(only))
@@ -281,6 +307,10 @@ static int run(int argc, char **argv)
     }
     if ((c = cli_no_operands(cmd, argc, argv)))
         return c;
+    if (pinning && sched_getaffinity(0, sizeof start_aff, &start_aff) == 0)
+        for (int i = 0; i < CPU_SETSIZE; i++)
+            if (CPU_ISSET(i, &start_aff))
+                cpus[ncpus++] = i;
     pool.buf = aligned_alloc(1u << 21, POOL_BYTES);
     if (!pool.buf)
         return cli_error(cmd, "no memory for the table pool");
@@ -344,7 +374,7 @@ const struct cli_command cli_bench_fault = {
     .summary = "second-stage faults from many threads: shared mode vs a lock",
     .usage =
         "usage: mmport bench fault [--json] [--format F] [--threads T] [--faults N]\n"
-        "                          [--collisions P] [--reps N]\n\n"
+        "                          [--collisions P] [--reps N] [--no-pin]\n\n"
         "T threads (1..T, default 2) each fault 4 KiB pages, one mmp_pt_map of one page\n"
         "per fault, into one 4 GiB guest range of one table (arm64-s2-4k and x86-ept;\n"
         "--format picks one): --faults pages in all (default 256K), in random order,\n"
@@ -354,7 +384,9 @@ const struct cli_command cli_bench_fault = {
         "and exclusive (one thread, no lock). faults_per_s is all threads' faults over\n"
         "the wall time, ns_per_fault its inverse; cpu_ns_per_fault the process CPU\n"
         "time per fault (all threads: contention shows there even when other load\n"
-        "leaves the threads fewer cores than asked). Best of --reps (default 3)\n"
+        "leaves the threads fewer cores than asked). Thread t is pinned to the t-th\n"
+        "CPU of the affinity mask (round robin; --no-pin leaves placement to the\n"
+        "scheduler). Best of --reps (default 3)\n"
         "interleaved runs, a fresh table each. The targets of issue 13 are printed\n"
         "beside the figures (wall-time ratios).\n",
     .run = run,

@@ -10,6 +10,11 @@
 # tests/mmu/flip/*.patch (applied to copies of the formats) corrupts one
 # descriptor bit and must FAIL:
 # that shows the checks can catch a wrong table.
+# The aarch64 runs have two CPUs (-smp 2, one host thread each): the
+# payload's SMP scenario (tests/mmu/common/smp.c) has both update one
+# MMP_PT_SHARED table while both translate through it; a build with
+# tests/mmu/nolock/*.patch (shared-mode break-before-make without the
+# locked entry) runs only that scenario and must FAIL.
 # Writes "passed failed skipped" to $MMPORT_TEST_RESULTS; exits non-zero
 # on any failure. MMU_ONLY="aarch64", "x86_64" or "bochs" runs those families.
 set -u
@@ -23,11 +28,12 @@ fail() { echo "FAIL: $*"; f=$((f + 1)); }
 skip() { echo "SKIP: $*"; s=$((s + 1)); }
 want() { [ -z "${MMU_ONLY:-}" ] || case " $MMU_ONLY " in *" $1 "*) ;; *) return 1 ;; esac; }
 
-build() { # build <arch> [variant: flip, or clang to compile with clang]
+build() { # build <arch> [variant: flip, nolock, or clang to compile with clang]
     log=$out/logs/build-$1${2:+-$2}.log
     cc=gcc; [ "${2:-}" = clang ] && cc=clang
+    extra=; [ "${2:-}" = nolock ] && extra=-DPL_SMP_ONLY
     if $MAKE --no-print-directory -j2 -f tests/mmu/mmu.mk PL_ARCH="$1" PL_VARIANT="${2:-}" \
-        PL_CC=$cc > "$log" 2>&1; then
+        PL_CC=$cc PL_EXTRA="$extra" > "$log" 2>&1; then
         pass "mmu: build $1${2:+ ($2)} payload"
     else
         tail -20 "$log"
@@ -44,7 +50,7 @@ run() {
     log=$out/logs/run-$label.log
     timeout ${RUN_TIMEOUT:-300} "$@" > "$log" 2>&1 < /dev/null
     rc=$?
-    tr -d '\r' < "$log" | grep -E '^(PASS|FAIL|SKIP): |^note: [0-9]+ translations compared' |
+    tr -d '\r' < "$log" | grep -E '^(PASS|FAIL|SKIP|smp): |^note: [0-9]+ translations compared' |
         sed "s|^\([A-Za-z]*\): |\1: $label: |"
     # second-stage payloads say how many translations they compared
     tr -d '\r' < "$log" | grep -E '^translations compared: ' | sed "s|^|$label: |"
@@ -56,18 +62,20 @@ run() {
     fi
 }
 
-# run_flip <label> <success-rc|any> <command...>: the corrupted build must fail.
+# run_flip <label> <success-rc|any> <command...>: the corrupted build must
+# fail (WHAT names the corruption).
 run_flip() {
     label=$1 okrc=$2; shift 2
+    what=${WHAT:-flipped descriptor bit}
     log=$out/logs/run-$label.log
     timeout ${RUN_TIMEOUT:-300} "$@" > "$log" 2>&1 < /dev/null
     rc=$?
     nf=$(grep -c '^FAIL: ' "$log")
     # okrc "any": the emulator's exit status says nothing (Bochs), FAIL lines do
     if { [ "$okrc" = any ] || [ "$rc" != "$okrc" ]; } && [ "$nf" -gt 0 ]; then
-        pass "$label: flipped descriptor bit detected ($nf FAIL lines, exit $rc)"
+        pass "$label: $what detected ($nf FAIL lines, exit $rc)"
     else
-        fail "$label: flipped descriptor bit went unnoticed (exit $rc), see $log"
+        fail "$label: $what went unnoticed (exit $rc), see $log"
     fi
 }
 
@@ -85,9 +93,12 @@ if want aarch64; then
         skip "mmu: aarch64: no aarch64 gcc (aarch64-linux-gnu-gcc) installed"
     elif build aarch64; then
         # cortex-a57 entered at EL1; max entered at EL2 (virtualization=on),
-        # where the payload also tests stage 2 and the EL2 TLB helpers.
+        # where the payload also tests stage 2 and the EL2 TLB helpers. Two
+        # CPUs, one host thread each (multi-threaded TCG): the SMP scenario
+        # starts the second with PSCI (HVC at EL1, SMC with EL2).
+        smp="-smp 2 -accel tcg,thread=multi"
         for m in cortex-a57:virt max:virt,virtualization=on; do
-            run "aarch64-${m%%:*}" 0 $A64 -M "${m#*:}" -cpu "${m%%:*}" -m 2G -nographic \
+            run "aarch64-${m%%:*}" 0 $A64 -M "${m#*:}" -cpu "${m%%:*}" $smp -m 2G -nographic \
                 -semihosting -kernel $out/aarch64/payload.elf
         done
         # The clang build, on cortex-a57 entered at EL2 (stage 2 without 16K).
@@ -95,7 +106,13 @@ if want aarch64; then
             skip "mmu: aarch64: clang not installed"
         elif build aarch64 clang; then
             run aarch64-clang-cortex-a57 0 $A64 -M virt,virtualization=on -cpu cortex-a57 \
-                -m 2G -nographic -semihosting -kernel $out/aarch64-clang/payload.elf
+                $smp -m 2G -nographic -semihosting -kernel $out/aarch64-clang/payload.elf
+        fi
+        if build aarch64 nolock; then
+            WHAT="shared-mode break-before-make without the locked entry"
+            run_flip aarch64-nolock 0 $A64 -M virt -cpu cortex-a57 $smp -m 2G -nographic \
+                -semihosting -kernel $out/aarch64-nolock/payload.elf
+            WHAT=
         fi
         if build aarch64 flip; then
             run_flip aarch64-flip 0 $A64 -M virt,virtualization=on -cpu cortex-a57 -m 2G \

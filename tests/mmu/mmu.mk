@@ -1,7 +1,7 @@
 # Builds the real-MMU payloads (tests/mmu/) from the library's own
 # freestanding sources: core/, the descriptor formats arch/*/pt_*.c, the
 # arch directory's instructions, arch/generic/ and host/none/.
-#   make -f tests/mmu/mmu.mk PL_ARCH=<aarch64|x86_64> [PL_VARIANT=flip|<name>] [PL_CC=gcc|clang]
+#   make -f tests/mmu/mmu.mk PL_ARCH=<aarch64|x86_64> [PL_VARIANT=flip|nolock|<name>] [PL_CC=gcc|clang]
 #        [PL_EXTRA="-DPL_SEED=0x1234 -DPL_NOPS=1000"]  (use a PL_VARIANT name with PL_EXTRA)
 # Output: build/mmu/<arch>[-<variant>]/payload.elf (x86_64: an ELF32 copy,
 # payload32.elf, is what QEMU's multiboot loader accepts).
@@ -50,13 +50,17 @@ PL_CFLAGS = -std=c11 -Wall -Wextra -Werror -O2 -g -ffreestanding -fno-builtin -n
 LIB_SRC := $(sort $(wildcard core/*.c arch/*/pt_*.c) \
              $(filter-out arch/%/pt_%.c,$(wildcard arch/$(PL_DIR)/*.c arch/generic/*.c)) \
              $(wildcard host/none/*.c))
-# The flip variant (the check's own teeth): the descriptor formats with one
-# memory-type bit written wrong, applied as patches to copies; product code
-# holds no test-only branch. A patch that no longer applies fails the build.
-FLIP := $(patsubst tests/mmu/flip/%.patch,%,$(wildcard tests/mmu/flip/*.patch))
-ifeq ($(PL_VARIANT),flip)
-FLIPPED := $(foreach f,$(FLIP),$(filter %/$(f).c,$(LIB_SRC)))
-LIB_SRC := $(filter-out $(FLIPPED),$(LIB_SRC)) $(addprefix $(O)/flip/,$(FLIPPED))
+# Patched variants (the checks' own teeth): tests/mmu/<variant>/<file>.patch
+# changes the library source <file>.c in a copy; product code holds no
+# test-only branch. flip: the descriptor formats with one memory-type bit
+# written wrong; nolock: shared-mode break-before-make without the locked
+# entry (the SMP scenario must fail). A patch that no longer applies fails
+# the build.
+PATCHES := $(if $(PL_VARIANT),$(wildcard tests/mmu/$(PL_VARIANT)/*.patch))
+ifneq ($(PATCHES),)
+PATCHED := $(foreach f,$(patsubst tests/mmu/$(PL_VARIANT)/%.patch,%,$(PATCHES)),\
+             $(filter %/$(f).c,$(LIB_SRC)))
+LIB_SRC := $(filter-out $(PATCHED),$(LIB_SRC)) $(addprefix $(O)/patched/,$(PATCHED))
 endif
 PL_SRC := $(wildcard tests/mmu/common/*.c tests/mmu/$(PL_ARCH)/*.c)
 PL_ASM := $(wildcard tests/mmu/$(PL_ARCH)/*.S)
@@ -80,10 +84,10 @@ $(O)/obj/%.c.o: %.c $(AO_INC)/atomic_ops.h
 	@mkdir -p $(@D)
 	$(CC) $(PL_CFLAGS) -MMD -MP -c $< -o $@
 .SECONDEXPANSION:
-$(O)/flip/%.c: %.c tests/mmu/flip/$$(basename $$(notdir $$@)).patch
+$(O)/patched/%.c: %.c tests/mmu/$(PL_VARIANT)/$$(basename $$(notdir $$@)).patch
 	@mkdir -p $(@D)
-	patch -s -o $@ $< tests/mmu/flip/$(basename $(notdir $@)).patch
-$(O)/obj/$(O)/flip/%.c.o: $(O)/flip/%.c $(AO_INC)/atomic_ops.h
+	patch -s -o $@ $< tests/mmu/$(PL_VARIANT)/$(basename $(notdir $@)).patch
+$(O)/obj/$(O)/patched/%.c.o: $(O)/patched/%.c $(AO_INC)/atomic_ops.h
 	@mkdir -p $(@D)
 	$(CC) $(PL_CFLAGS) -iquote $(dir $*) -MMD -MP -c $< -o $@
 $(O)/obj/%.S.o: %.S

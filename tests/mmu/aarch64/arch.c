@@ -36,8 +36,16 @@ void pl_exit(int code)
 
 /* ---- exceptions ---- */
 
-static volatile int probe_armed;
-static volatile uint64_t probe_esr, probe_far, probe_hpfar;
+/* One probe state per CPU (TPIDR_EL1 holds the CPU's index, start.S):
+ * two CPUs probe at once in the SMP scenario. */
+static struct {
+    volatile int armed;
+    volatile uint64_t esr, far, hpfar;
+} probe_st[PL_MAX_CPUS];
+#define probe_armed (probe_st[pl_cpu()].armed)
+#define probe_esr (probe_st[pl_cpu()].esr)
+#define probe_far (probe_st[pl_cpu()].far)
+#define probe_hpfar (probe_st[pl_cpu()].hpfar)
 uint64_t pl_el2; /* set by start.S: we entered at EL2 and keep it as hypervisor */
 
 /* Record a probe's abort and resume: skip the load/store, or return from
@@ -61,8 +69,8 @@ void pl_exception(struct pl_frame *f, uint64_t idx)
         probe_fault(f, ec == EC_DABT_CUR);
         return;
     }
-    pl_printf("FAIL: unexpected exception %u: ESR %lx FAR %lx ELR %lx\n", (unsigned)idx,
-              f->esr, f->far, f->elr);
+    pl_printf("FAIL: unexpected exception %u on CPU %u: ESR %lx FAR %lx ELR %lx\n",
+              (unsigned)idx, pl_cpu(), f->esr, f->far, f->elr);
     pl_exit(2);
 }
 
@@ -163,6 +171,36 @@ uint64_t pl_at(int write, int el0, uint64_t va)
     }
     __asm__ volatile("isb" ::: "memory");
     return pl_read_sysreg(par_el1);
+}
+
+/* ---- a second CPU ---- */
+
+int64_t pl_psci(uint64_t fn, uint64_t a, uint64_t b, uint64_t c)
+{
+    register uint64_t x0 __asm__("x0") = fn;
+    register uint64_t x1 __asm__("x1") = a;
+    register uint64_t x2 __asm__("x2") = b;
+    register uint64_t x3 __asm__("x3") = c;
+    if (pl_el2)
+        __asm__ volatile("smc #0" : "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3) : : "memory");
+    else
+        __asm__ volatile("hvc #0" : "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3) : : "memory");
+    return (int64_t)x0;
+}
+
+/* CPU 1 after start.S: the MMU on with the table the first CPU runs on
+ * (so its exclusives and atomics work on Normal memory), the work, then
+ * PSCI CPU_OFF. */
+void pl_secondary_main(struct pl_cpu_boot *b);
+void pl_secondary_main(struct pl_cpu_boot *b)
+{
+    pl_mmu_switch(b->mair, b->tcr, b->ttbr0, b->sctlr);
+    AO_store_release(&b->state, 1);
+    b->fn(b->arg);
+    AO_store_release(&b->state, 2);
+    pl_psci(PSCI_CPU_OFF, 0, 0, 0);
+    for (;;)
+        __asm__ volatile("wfi");
 }
 
 /* ---- boot identity map ---- */

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include <atomic_ops.h>
+
 struct pl_frame {
     uint64_t x[31]; /* x0..x30 */
     uint64_t elr, spsr, esr, far;
@@ -54,11 +56,39 @@ uint64_t pl_at(int write, int el0, uint64_t va);
 
 extern uint64_t boot_l1[512];
 
+/* CPUs the payload can run (the first one and one started by PSCI). */
+#define PL_MAX_CPUS 2
+/* This CPU's index: start.S keeps it in TPIDR_EL1. */
+static inline unsigned pl_cpu(void)
+{
+    return (unsigned)pl_read_sysreg(tpidr_el1) & (PL_MAX_CPUS - 1);
+}
+
 /* Non-zero when the payload entered at EL2 and keeps it as hypervisor. */
 extern uint64_t pl_el2;
 /* Run fn(a, b, c) at EL2 (HVC #0) and return its value. */
 uint64_t pl_el2_call(uint64_t (*fn)(uint64_t, uint64_t, uint64_t), uint64_t a, uint64_t b,
                      uint64_t c);
+
+/*
+ * PSCI (Arm DEN 0022, "Power State Coordination Interface"): QEMU virt
+ * implements it itself; its device tree names the conduit: HVC, or SMC
+ * with virtualization=on (then HVC is the payload's own EL2). Returns x0.
+ */
+int64_t pl_psci(uint64_t fn, uint64_t a, uint64_t b, uint64_t c);
+#define PSCI_CPU_OFF 0x84000002u
+#define PSCI_CPU_ON_64 0xc4000003u
+
+/* What a CPU started with CPU_ON finds in x0 (start.S reads the first
+ * three fields): its stacks, then the table to run on and the work. */
+struct pl_cpu_boot {
+    uint64_t cpu, sp, sp_el2;
+    uint64_t mair, tcr, ttbr0, sctlr;
+    void (*fn)(void *);
+    void *arg;
+    volatile AO_t state; /* 1: MMU on with the table, 2: fn returned */
+};
+void pl_secondary_entry(void);
 
 /* Boot identity map (4K granule, 39-bit VA, 1 GiB blocks). */
 void pl_boot_mmu(void);

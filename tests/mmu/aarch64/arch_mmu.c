@@ -534,3 +534,101 @@ int pl_arch_access(uint64_t va, int store, uint64_t value)
     struct pl_probe p;
     return (store ? pl_probe_store(va, value, &p) : pl_probe_load(va, &p)) != 0;
 }
+
+/* ---- a second CPU (common/smp.c) ---- */
+
+/* The SMP scenario's table: EL1&0 stage 1, 4K granule, 48-bit VA (the
+ * same regime on both CPUs, so EL1's AT and loads observe it on each). */
+int pl_arch_smp_target(struct pl_target *t, const char **why)
+{
+    unsigned tg4 = (unsigned)(pl_read_sysreg(id_aa64mmfr0_el1) >> 28) & 0xf;
+    int n = 0;
+    if (tg4 == 0xf) {
+        *why = "ID_AA64MMFR0_EL1.TGran4 = 0xf: no 4K granule";
+        return -1;
+    }
+    add(t, &n, 1, 4096, 48, "arm64 4K 48-bit, SHARED");
+    return 0;
+}
+
+static struct pl_cpu_boot cpu1_boot;
+static uint8_t cpu1_stack[32768] __attribute__((aligned(16)));
+static uint8_t cpu1_stack_el2[8192] __attribute__((aligned(16)));
+
+int pl_arch_smp_start(const struct pl_target *t, const struct mmp_pt *pt, void (*fn)(void *),
+                      void *arg, const char **why)
+{
+    (void)t;
+    struct mmp_pt_regs r;
+    static char msg[96];
+    if (mmp_pt_regs(pt, 0, &r)) {
+        *why = "mmp_pt_regs failed";
+        return -1;
+    }
+    struct pl_cpu_boot *b = &cpu1_boot;
+    b->cpu = 1;
+    b->sp = (uint64_t)(uintptr_t)(cpu1_stack + sizeof(cpu1_stack));
+    b->sp_el2 = (uint64_t)(uintptr_t)(cpu1_stack_el2 + sizeof(cpu1_stack_el2));
+    b->mair = r.mair;
+    b->tcr = r.tcr;
+    b->ttbr0 = r.root;
+    b->sctlr = pl_boot_sctlr;
+    b->fn = fn;
+    b->arg = arg;
+    b->state = 0;
+    /* CPU 1 reads the block with its MMU off (Device memory, no cache):
+     * clean it to the point of coherency first (Arm ARM D7.5.9). */
+    for (uintptr_t a = (uintptr_t)b & ~63ul; a < (uintptr_t)(b + 1); a += 64)
+        __asm__ volatile("dc cvac, %0" ::"r"(a) : "memory");
+    __asm__ volatile("dsb sy" ::: "memory");
+    /* MPIDR affinity 1: QEMU virt numbers its CPUs in Aff0 (8 per cluster). */
+    int64_t rc = pl_psci(PSCI_CPU_ON_64, 1, (uint64_t)(uintptr_t)pl_secondary_entry,
+                         (uint64_t)(uintptr_t)b);
+    if (rc) {
+        pl_snprintf(msg, sizeof(msg), "PSCI CPU_ON (%s) of CPU 1 returned %ld%s",
+                    pl_el2 ? "SMC" : "HVC", (long)rc,
+                    rc == -2 ? " (INVALID_PARAMETERS: one CPU, QEMU without -smp 2)" : "");
+        *why = msg;
+        return -1;
+    }
+    uint64_t t0 = pl_arch_now_us();
+    while (AO_load_acquire(&b->state) < 1)
+        if (pl_arch_now_us() - t0 > 20000000) {
+            *why = "CPU 1 did not come up on the table within 20 s";
+            return -1;
+        }
+    return 0;
+}
+
+int pl_arch_smp_join(uint64_t us)
+{
+    uint64_t t0 = pl_arch_now_us();
+    while (AO_load_acquire(&cpu1_boot.state) < 2)
+        if (pl_arch_now_us() - t0 > us)
+            return -1;
+    return 0;
+}
+
+unsigned pl_arch_cpu(void)
+{
+    return pl_cpu();
+}
+
+int pl_arch_translate(const struct pl_target *t, uint64_t va, int write, uint64_t *pa)
+{
+    uint64_t par = at(t, write, 0, va);
+    if (par & PAR_F)
+        return PAR_FST(par) == FS_TRANS ? PL_FAULT_TRANS
+               : PAR_FST(par) == FS_PERM ? PL_FAULT_PERM
+                                         : PL_FAULT_OTHER;
+    *pa = (par & PA_BITS) | (va & 0xfff);
+    return 0;
+}
+
+int pl_arch_load(uint64_t va, uint64_t *v)
+{
+    struct pl_probe p;
+    int rc = pl_probe_load(va, &p);
+    *v = p.value;
+    return rc != 0;
+}

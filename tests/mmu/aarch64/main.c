@@ -161,8 +161,14 @@ int pl_main(void)
     pl_printf("mmport real-MMU payload (aarch64), MIDR %lx, ID_AA64MMFR0 %lx\n",
               pl_read_sysreg(midr_el1), pl_read_sysreg(id_aa64mmfr0_el1));
     bringup();
-    tlb_helpers();
-    el2_tlb_helpers();
-    pl_run_scenarios();
+#ifdef PL_SMP_ONLY /* PL_EXTRA=-DPL_SMP_ONLY: only the SMP scenario */
+    if (0)
+#endif
+    {
+        tlb_helpers();
+        el2_tlb_helpers();
+        pl_run_scenarios();
+    }
+    pl_run_smp();
     pl_finish();
 }

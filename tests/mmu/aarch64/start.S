@@ -5,11 +5,32 @@
  * minimal hypervisor (vectors for HVC calls and stage-2 aborts, EL1 in
  * AArch64, no traps of FP or timers) and drop to EL1 (Arm ARM D1.3);
  * pl_el2 records that. Then: stack, FP/SIMD on (CPACR_EL1.FPEN), vector
- * table, .bss cleared, pl_main(); its return value is the exit status.
+ * table, TPIDR_EL1 = the CPU's index, .bss cleared, pl_main(); its return
+ * value is the exit status.
+ *
+ * A second CPU (PSCI CPU_ON, arch.c) enters at pl_secondary_entry with x0
+ * = its struct pl_cpu_boot: {cpu index, EL1 stack, EL2 stack, ...}. QEMU
+ * starts it at the highest EL the machine gives the guest (EL2 with
+ * virtualization=on), so it takes the same way down, then calls
+ * pl_secondary_main(boot); .bss and pl_el2 are the first CPU's business.
+ * Registers kept across the eret: x19 boot block (0: first CPU), x21 CPU
+ * index, x22 EL1 stack, x23 EL2 stack, x20 entered at EL2.
  */
     .section .text.boot, "ax"
     .global _start
 _start:
+    mov     x19, #0
+    mov     x21, #0
+    ldr     x22, =__stack_top
+    ldr     x23, =__stack_top_el2
+    b       .Lentry
+
+    .global pl_secondary_entry
+pl_secondary_entry:
+    mov     x19, x0
+    ldp     x21, x22, [x0]
+    ldr     x23, [x0, #16]
+.Lentry:
     mov     x20, #0
     mrs     x0, CurrentEL
     lsr     x0, x0, #2
@@ -18,13 +39,14 @@ _start:
     cmp     x0, #1
     b.ne    .Lwrong_el
 .Lel1:
-    ldr     x0, =__stack_top
-    mov     sp, x0
+    mov     sp, x22
+    msr     tpidr_el1, x21
     mov     x0, #(3 << 20)
     msr     cpacr_el1, x0
     ldr     x0, =pl_vectors_el1
     msr     vbar_el1, x0
     isb
+    cbnz    x19, .Lsecondary
     ldr     x0, =__bss_start
     ldr     x1, =__bss_end
 1:  cmp     x0, x1
@@ -35,10 +57,13 @@ _start:
     str     x20, [x0]
     bl      pl_main
     bl      pl_exit
+.Lsecondary:
+    mov     x0, x19
+    bl      pl_secondary_main
+    b       .
 .Lfrom_el2:
     mov     x20, #1
-    ldr     x0, =__stack_top_el2
-    mov     sp, x0
+    mov     sp, x23
     ldr     x0, =pl_vectors_el2
     msr     vbar_el2, x0
     mov     x0, #(1 << 31)          /* HCR_EL2.RW: EL1 is AArch64; VM off */

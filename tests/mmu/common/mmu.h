@@ -73,9 +73,43 @@ int pl_arch_access(uint64_t va, int store, uint64_t value);
 /** A monotonic clock in microseconds (for the time each target takes). */
 uint64_t pl_arch_now_us(void);
 
+/* ---- a second CPU (smp.c) ---- */
+
+/** The table configuration of the SMP scenario: 0, or -1 with @p why. */
+int pl_arch_smp_target(struct pl_target *t, const char **why);
+/**
+ * Start CPU 1 with its MMU on @p pt (already live on this CPU, loaded by
+ * pl_arch_activate) to run fn(arg); it stops when fn returns. Returns 0
+ * once it runs on the table, else -1 with @p why.
+ */
+int pl_arch_smp_start(const struct pl_target *t, const struct mmp_pt *pt, void (*fn)(void *),
+                      void *arg, const char **why);
+/** Wait up to @p us microseconds for CPU 1 to return from fn: 0, or -1. */
+int pl_arch_smp_join(uint64_t us);
+/** This CPU's index (0: the one that booted). */
+unsigned pl_arch_cpu(void);
+/**
+ * The MMU's translation of @p va for a read (or, @p write, a write) at
+ * the payload's privilege: 0 and *pa, or the fault's class.
+ */
+int pl_arch_translate(const struct pl_target *t, uint64_t va, int write, uint64_t *pa);
+#define PL_FAULT_TRANS 1
+#define PL_FAULT_PERM 2
+#define PL_FAULT_OTHER 3
+/** A real load of the 8 bytes at @p va (fault-tolerant): 0 and *v, or 1 (it faulted). */
+int pl_arch_load(uint64_t va, uint64_t *v);
+
+/** The SMP scenario (prints a SKIP line where the payload cannot run it). */
+void pl_run_smp(void);
+
 /* ---- scenarios.c ---- */
 
 /** Run every scenario on every target. */
 void pl_run_scenarios(void);
+/** The table arena (one CPU at a time): mmp_pt_ops::alloc_table / free_table. */
+void *pl_alloc_table(void *ctx, size_t bytes, uint64_t *pa);
+void pl_free_table(void *ctx, void *va, uint64_t pa, size_t bytes);
+/** Table pages allocated from the arena now. */
+unsigned pl_arena_pages(void);
 
 #endif

@@ -38,7 +38,7 @@ static unsigned long early_frees;          /* tables freed before such a flush *
 static unsigned arena_pages;
 static int arena_fail_countdown = -1; /* >= 0: fail the n-th next allocation */
 
-static void *pl_alloc_table(void *ctx, size_t bytes, uint64_t *pa)
+void *pl_alloc_table(void *ctx, size_t bytes, uint64_t *pa)
 {
     (void)ctx;
     uint64_t base = (uint64_t)(uintptr_t)__arena_start;
@@ -70,7 +70,7 @@ static void *pl_alloc_table(void *ctx, size_t bytes, uint64_t *pa)
 static unsigned long table_frees;
 static int live_pt_set(void);
 
-static void pl_free_table(void *ctx, void *va, uint64_t pa, size_t bytes)
+void pl_free_table(void *ctx, void *va, uint64_t pa, size_t bytes)
 {
     (void)ctx;
     table_frees++;
@@ -87,6 +87,11 @@ static void pl_free_table(void *ctx, void *va, uint64_t pa, size_t bytes)
     for (unsigned j = 0; j < (bytes + UNIT - 1) / UNIT; j++)
         arena_used[i + j] = 0;
     arena_pages--;
+}
+
+unsigned pl_arena_pages(void)
+{
+    return arena_pages;
 }
 
 static void *pl_phys_to_virt(void *ctx, uint64_t pa)

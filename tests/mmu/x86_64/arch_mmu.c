@@ -578,3 +578,45 @@ int pl_arch_access(uint64_t va, int store, uint64_t value)
     struct pl_probe p;
     return (store ? pl_probe_store(va, value, &p) : pl_probe_load(va, &p)) != 0;
 }
+
+/* ---- a second CPU (common/smp.c): not brought up on x86 (no INIT-SIPI
+ * code in this payload); the aarch64 payload runs the SMP scenario. ---- */
+
+int pl_arch_smp_target(struct pl_target *t, const char **why)
+{
+    (void)t;
+    *why = "the x86-64 payload starts no second CPU (the aarch64 payload runs this scenario)";
+    return -1;
+}
+
+int pl_arch_smp_start(const struct pl_target *t, const struct mmp_pt *pt, void (*fn)(void *),
+                      void *arg, const char **why)
+{
+    (void)t, (void)pt, (void)fn, (void)arg;
+    *why = "no second CPU";
+    return -1;
+}
+
+int pl_arch_smp_join(uint64_t us)
+{
+    (void)us;
+    return -1;
+}
+
+unsigned pl_arch_cpu(void)
+{
+    return 0;
+}
+
+int pl_arch_translate(const struct pl_target *t, uint64_t va, int write, uint64_t *pa)
+{
+    (void)t, (void)va, (void)write, (void)pa;
+    return PL_FAULT_OTHER;
+}
+
+int pl_arch_load(uint64_t va, uint64_t *v)
+{
+    (void)va;
+    *v = 0;
+    return 1;
+}

@@ -119,5 +119,6 @@ int pl_main(void)
               "accessed, each checked against mmport's model)\n", pl_npt_compared,
               pl_ept_compared);
     bringup_la57((r[2] >> 16) & 1);
+    pl_run_smp();
     pl_finish();
 }
