@@ -22,7 +22,7 @@
  * places run to run, and at 1 GiB CLZERO reached 0.65 of AVX-512 NT.
  */
 #define COLD_BYTES (64u << 20)
-/* AUTO's threshold is checked at 4, 8, 16, 32 and 64 MiB. */
+/* AUTO's threshold is checked at 4, 8, 16, 32 and 64 MiB (SCAN_MIN << (NSCAN - 1) == COLD_BYTES). */
 #define SCAN_MIN (4u << 20)
 #define NSCAN 5u
 #define REPS 3u
@@ -39,12 +39,13 @@ int mmp_core_clear_cache_path(const struct mmp_cpu_features *f, char *path, size
 }
 
 /*
- * Best of REPS rounds for each kernel in cand, ns per pass of `iters`
- * clears of len bytes. Every round runs each kernel once, starting one
- * kernel later than the round before, so a slow spell of a shared machine
- * falls on all of them alike. With evict, a sample that would start on
- * lines a cached kernel left behind is preceded by an untimed evict pass:
- * the clears measured meet memory that is not in cache (as the benchmark's
+ * REPS more rounds for each kernel in cand, keeping in ns[k] the best time
+ * of a pass of `iters` clears of len bytes (callers start ns at
+ * UINT64_MAX). Every round runs each kernel once, starting one kernel
+ * later than the round before, so a slow spell of a shared machine falls
+ * on all of them alike. With evict, a sample that would start on lines a
+ * cached kernel left behind is preceded by an untimed evict pass: the
+ * clears measured meet memory that is not in cache (as the benchmark's
  * samples do); the first one also faults the scratch pages in.
  */
 static void time_kernels(uint32_t cand, char *buf, size_t len, unsigned iters,
@@ -53,7 +54,7 @@ static void time_kernels(uint32_t cand, char *buf, size_t len, unsigned iters,
     unsigned list[MMP_K_COUNT], n = 0;
     for (unsigned k = 0; k < MMP_K_COUNT; k++)
         if (cand & MMP_KBIT(k))
-            list[n++] = k, ns[k] = UINT64_MAX;
+            list[n++] = k;
     bool cached = true;
     for (unsigned r = 0; r < REPS; r++)
         for (unsigned j = 0; j < n; j++) {
@@ -86,13 +87,20 @@ static bool within(uint64_t a, uint64_t b)
     return a * 100 <= b * (100 + MARGIN_PCT);
 }
 
+/* The times agree with AUTO going cold from table. */
+static bool agrees(uint64_t table, const uint64_t *size, const uint64_t *t_hot,
+                   const uint64_t *t_cold, unsigned n)
+{
+    bool ok = true;
+    for (unsigned i = 0; i < n; i++)
+        ok &= size[i] >= table ? within(t_cold[i], t_hot[i]) : within(t_hot[i], t_cold[i]);
+    return ok;
+}
+
 uint64_t mmp_core_clear_verify_cold_min(uint64_t table, const uint64_t *size,
                                         const uint64_t *t_hot, const uint64_t *t_cold, unsigned n)
 {
-    bool agrees = true;
-    for (unsigned i = 0; i < n; i++)
-        agrees &= size[i] >= table ? within(t_cold[i], t_hot[i]) : within(t_hot[i], t_cold[i]);
-    if (agrees || !n)
+    if (!n || agrees(table, size, t_hot, t_cold, n))
         return table;
     unsigned k = n; /* the smallest size from which cold keeps within the margin */
     while (k > 0 && within(t_cold[k - 1], t_hot[k - 1]))
@@ -101,6 +109,36 @@ uint64_t mmp_core_clear_verify_cold_min(uint64_t table, const uint64_t *size,
         return size[k];
     /* cold loses at the largest size measured: from beyond it, or the table's if larger */
     return table > size[n - 1] ? table : size[n - 1] * 2;
+}
+
+/*
+ * The kernel of cand for clears of len bytes: the table's (current)
+ * unless another is more than 5% faster over REPS rounds and still over
+ * REPS more of the two (one noisy spell must not move the policy). extra
+ * kernels are timed alongside (ns) but not chosen.
+ */
+static unsigned measure_pick(uint32_t cand, uint32_t extra, unsigned current, char *buf,
+                             size_t len, unsigned iters, mmp_core_clear_fn evict, uint64_t *ns)
+{
+    time_kernels(cand | extra, buf, len, iters, evict, ns);
+    unsigned k = mmp_core_clear_verify_pick(cand, current, ns);
+    if (k != current) {
+        time_kernels(MMP_KBIT(k) | MMP_KBIT(current), buf, len, iters, evict, ns);
+        k = mmp_core_clear_verify_pick(cand, current, ns);
+    }
+    return k;
+}
+
+/* REPS more rounds of hot and cold at every scan size (th, tc: best ns so far). */
+static void scan(unsigned hot, unsigned cold, char *buf, mmp_core_clear_fn evict,
+                 const uint64_t *size, uint64_t *th, uint64_t *tc)
+{
+    uint64_t t[MMP_K_COUNT];
+    for (unsigned i = 0; i < NSCAN; i++) {
+        t[hot] = th[i], t[cold] = tc[i];
+        time_kernels(MMP_KBIT(hot) | MMP_KBIT(cold), buf, size[i], 1, evict, t);
+        th[i] = t[hot], tc[i] = t[cold];
+    }
 }
 
 /* Candidates for hot or cold clears: usable, not bad-listed, this arch's own kernels. */
@@ -158,21 +196,21 @@ static bool measure(const struct mmp_cpu_features *f, uint32_t usable,
     mmp_core_clear_fn evict = mmp_core_clear_fn_of(cold);
     uint32_t hc, cc;
     mmp_core_clear_verify_candidates(usable, pol, &hc, &cc);
-    uint64_t ns_hot[MMP_K_COUNT] = {0}, ns[MMP_K_COUNT] = {0};
-    time_kernels(hc, buf, HOT_BYTES, HOT_ITERS, NULL, ns_hot);
-    hot = mmp_core_clear_verify_pick(hc, hot, ns_hot);
+    uint64_t ns_hot[MMP_K_COUNT], ns[MMP_K_COUNT];
+    for (unsigned k = 0; k < MMP_K_COUNT; k++)
+        ns_hot[k] = ns[k] = UINT64_MAX;
+    hot = measure_pick(hc, 0, hot, buf, HOT_BYTES, HOT_ITERS, NULL, ns_hot);
     /* the hot kernel runs in the cold round too: the threshold's largest size */
-    time_kernels(cc | MMP_KBIT(hot), buf, COLD_BYTES, 1, evict, ns);
-    cold = mmp_core_clear_verify_pick(cc, cold, ns);
-    uint64_t size[NSCAN] = {0}, th[NSCAN] = {0}, tc[NSCAN] = {0}, cold_min = pol->cold_min;
+    cold = measure_pick(cc, MMP_KBIT(hot), cold, buf, COLD_BYTES, 1, evict, ns);
+    uint64_t size[NSCAN], th[NSCAN], tc[NSCAN], cold_min = pol->cold_min;
+    for (unsigned i = 0; i < NSCAN; i++)
+        size[i] = (uint64_t)SCAN_MIN << i, th[i] = tc[i] = UINT64_MAX; /* the last: COLD_BYTES */
+    th[NSCAN - 1] = ns[hot], tc[NSCAN - 1] = ns[cold];
     if (hot != cold) {
-        uint64_t t[MMP_K_COUNT];
-        for (unsigned i = 0; i + 1 < NSCAN; i++) {
-            size[i] = (uint64_t)SCAN_MIN << i;
-            time_kernels(MMP_KBIT(hot) | MMP_KBIT(cold), buf, size[i], 1, evict, t);
-            th[i] = t[hot], tc[i] = t[cold];
-        }
-        size[NSCAN - 1] = COLD_BYTES, th[NSCAN - 1] = ns[hot], tc[NSCAN - 1] = ns[cold];
+        scan(hot, cold, buf, evict, size, th, tc);
+        /* times that disagree with the table must do so over REPS more rounds */
+        if (!agrees(pol->cold_min, size, th, tc, NSCAN))
+            scan(hot, cold, buf, evict, size, th, tc);
         cold_min = mmp_core_clear_verify_cold_min(pol->cold_min, size, th, tc, NSCAN);
     }
     uint64_t ms = (mmp_host_now_ns() - t0) / 1000000;
@@ -186,7 +224,7 @@ static bool measure(const struct mmp_cpu_features *f, uint32_t usable,
     put_mbps(&o, "# hot, 64 KiB in cache, MB/s:", hc, HOT_BYTES * HOT_ITERS, ns_hot);
     put_mbps(&o, "# cold, 64 MiB evicted, MB/s:", cc | MMP_KBIT(hot), COLD_BYTES, ns);
     if (hot != cold)
-        for (unsigned i = 0; i + 1 < NSCAN; i++) {
+        for (unsigned i = 0; i < NSCAN; i++) {
             mmp_core_put(&o, "# at "), mmp_core_put_u64(&o, size[i] >> 20);
             mmp_core_put(&o, " MiB evicted, MB/s: "), mmp_core_put(&o, mmp_core_clear_kdesc[hot].name);
             mmp_core_put(&o, " "), mmp_core_put_u64(&o, size[i] * 1000 / th[i]);
@@ -209,6 +247,7 @@ static bool measure(const struct mmp_cpu_features *f, uint32_t usable,
     if (mmp_core_clear_tuning_apply(cache_text, o.n, f, usable, pol))
         return false;
     note_source("measured at first use, cached in ", "", "", pol);
+    pol->cold_min_from = "measured";
     return true;
 }
 
@@ -222,6 +261,8 @@ void mmp_core_clear_verify(const struct mmp_cpu_features *f, uint32_t usable,
         struct mmp_clear_policy t = *pol;
         const char *why = mmp_core_clear_tuning_apply(cache_text, (size_t)n, f, usable, &t);
         if (!why) {
+            if (t.cold_min_from != pol->cold_min_from) /* the file set it */
+                t.cold_min_from = "cached file";
             *pol = t;
             note_source("cached file ", "", "", pol);
             return;
