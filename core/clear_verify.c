@@ -247,7 +247,6 @@ static bool measure(const struct mmp_cpu_features *f, uint32_t usable,
     if (mmp_core_clear_tuning_apply(cache_text, o.n, f, usable, pol))
         return false;
     note_source("measured at first use, cached in ", "", "", pol);
-    pol->cold_min_from = "measured";
     return true;
 }
 
@@ -261,8 +260,6 @@ void mmp_core_clear_verify(const struct mmp_cpu_features *f, uint32_t usable,
         struct mmp_clear_policy t = *pol;
         const char *why = mmp_core_clear_tuning_apply(cache_text, (size_t)n, f, usable, &t);
         if (!why) {
-            if (t.cold_min_from != pol->cold_min_from) /* the file set it */
-                t.cold_min_from = "cached file";
             *pol = t;
             note_source("cached file ", "", "", pol);
             return;
