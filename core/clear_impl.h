@@ -154,4 +154,24 @@ int mmp_core_clear_cache_path(const struct mmp_cpu_features *f, char *path, size
 void mmp_core_clear_verify(const struct mmp_cpu_features *f, uint32_t usable,
                            struct mmp_clear_policy *pol);
 
+/*
+ * The kernels the first-use measurement compares (MMP_KBIT sets): usable,
+ * this arch's, not bad-listed by pol's quirk row, plus pol's own choice.
+ */
+void mmp_core_clear_verify_candidates(uint32_t usable, const struct mmp_clear_policy *pol,
+                                      uint32_t *hot, uint32_t *cold);
+
+/* current, unless a kernel of cand took more than 5% less time (ns[k]). */
+unsigned mmp_core_clear_verify_pick(uint32_t cand, unsigned current, const uint64_t *ns);
+
+/*
+ * AUTO's threshold from hot/cold times at n ascending sizes: table if it
+ * agrees with them (cold within 5% of hot at every size from it, hot
+ * within 5% of cold below it); else the smallest size from which cold is
+ * within 5% at every larger one; if cold loses at the largest, table when
+ * it is larger, else twice the largest size.
+ */
+uint64_t mmp_core_clear_verify_cold_min(uint64_t table, const uint64_t *size,
+                                        const uint64_t *t_hot, const uint64_t *t_cold, unsigned n);
+
 #endif

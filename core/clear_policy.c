@@ -52,50 +52,98 @@ static const struct pref gen_any[] = {{MMP_K_MEMSET, 0, false}};
  * implementer/part (arm64); the first matching row applies. A row bad-lists
  * kernels for hot or cold clears (NT and CLZERO are on by default and
  * bad-listed per microarchitecture, as reviewers of the Linux NT-clearing
- * patches advised), and may scale the AUTO threshold.
+ * patches advised), and may scale the AUTO threshold. A row is the first
+ * guess, not the last word: the first-use measurement (core/clear_verify.c)
+ * still checks its choice among the kernels it allows, on every CPU. Each
+ * row's reason names its measurement or public source; rows that change
+ * nothing say what the table picks there and why that is right.
  */
+#define MIDR_PART 0xff00fff0ull /* MIDR_EL1 Implementer [31:24], PartNum [15:4] */
 const struct mmp_core_clear_quirk mmp_core_clear_quirks[] = {
+    /* ---- Intel, family 6 ---- */
     {"intel-skylake-sp", MMP_ARCH_X86_64, "GenuineIntel", 6, 6, 0x55, 0x55, 0, 0, 0,
      B(AVX512_NT), 0,
      "Skylake-SP/Cascade Lake/Cooper Lake: 512-bit instructions drop the core to a "
-     "lower AVX-512 frequency licence (Intel optimization manual, 'AVX-512 frequency'); "
+     "lower AVX-512 frequency licence (Intel optimization manual, 'AVX-512 frequency'; "
+     "LLVM prefers 256-bit vectors on Skylake-AVX512 for that reason, D67259); "
      "32-byte NT stores reach the same DRAM bandwidth"},
+    {"intel-icelake-sp", MMP_ARCH_X86_64, "GenuineIntel", 6, 6, 0x6a, 0x6c, 0, 0, 0, 0, 64,
+     "Ice Lake-SP/-D: mesh L3 like Emerald Rapids (CPUID reports the socket's L3, one "
+     "core keeps its L2 plus a share): AUTO goes cold from LLC/64, inferred from the "
+     "intel-emerald-rapids measurement and checked by the first-use scan (4-64 MiB)"},
+    {"intel-sapphire-rapids", MMP_ARCH_X86_64, "GenuineIntel", 6, 6, 0x8f, 0x8f, 0, 0, 0, 0, 64,
+     "Sapphire Rapids: same core and mesh-L3 design as Emerald Rapids (inferred from the "
+     "EMR measurement, not measured itself); AUTO goes cold from LLC/64"},
+    {"intel-alder-lake", MMP_ARCH_X86_64, "GenuineIntel", 6, 6, 0x97, 0x9a, 0, 0, 0, 0, 0,
+     "Alder Lake client (hybrid): nothing changed. ERMS and FSRM (Intel has ERMS since "
+     "Ivy Bridge, FSRM since Ice Lake: RPCS3 PR 11079) make rep stosb the hot kernel; "
+     "AVX-512 is fused off (later steppings), so AVX2 NT is the cold one; one core may fill the ring L3, "
+     "so cold from the whole LLC. glibc's memset also turns non-temporal only on Intel, "
+     "from a fraction of L3 (glibc 2.40 'x86: Add seperate non-temporal tunable for "
+     "memset'; libc-alpha 2023-05 'Increase non_temporal_threshold to roughly "
+     "sizeof_L3 / 4': rep movsb ~2x NT below that)"},
+    {"intel-granite-rapids", MMP_ARCH_X86_64, "GenuineIntel", 6, 6, 0xad, 0xae, 0, 0, 0, 0, 64,
+     "Granite Rapids: mesh L3 like Emerald Rapids: AUTO cold from LLC/64, inferred "
+     "from the intel-emerald-rapids measurement and checked by the first-use scan"},
+    {"intel-raptor-lake", MMP_ARCH_X86_64, "GenuineIntel", 6, 6, 0xb7, 0xbf, 0, 0, 0, 0, 0,
+     "Raptor Lake client (also Lunar Lake 0xbd, Alder Lake-N 0xbe): as intel-alder-lake, "
+     "nothing changed (ring L3, ERMS/FSRM, no AVX-512)"},
     {"intel-emerald-rapids", MMP_ARCH_X86_64, "GenuineIntel", 6, 6, 0xcf, 0xcf, 0, 0, 0, 0, 64,
      "Emerald Rapids: CPUID reports the whole socket's mesh L3 (260 MiB on the dev "
      "machine), but one core keeps only ~its 2 MiB L2 plus a share of it: measured "
      "(mmport bench clear, lines evicted first) rep stosb = NT at 4 MiB, NT 1.4x at "
      "8 MiB, 2.2x at 32 MiB; so AUTO goes cold from LLC/64"},
-    {"intel-sapphire-rapids", MMP_ARCH_X86_64, "GenuineIntel", 6, 6, 0x8f, 0x8f, 0, 0, 0, 0, 64,
-     "Sapphire Rapids: same core and mesh-L3 design as Emerald Rapids (inferred from the "
-     "EMR measurement, not measured itself); AUTO goes cold from LLC/64"},
+    /* ---- AMD and Hygon ---- */
     {"amd-zen1-2", MMP_ARCH_X86_64, "AuthenticAMD", 0x17, 0x17, 0, 0xff, 0, 0, B(REP_STOSB),
      0, 0,
      "Zen 1/2 have no ERMS (AMD added ERMS and FSRM with Zen 3) and their rep movsb/stosb "
      "is slow microcode (firedancer issue 1073); Linux clear_page uses rep stosq (REP_GOOD)"},
     {"hygon-dhyana", MMP_ARCH_X86_64, "HygonGenuine", 0x18, 0x18, 0, 0xff, 0, 0, B(REP_STOSB),
-     0, 0, "Hygon Dhyana is Zen 1: as amd-zen1-2"},
-    /*
-     * Rows that change nothing: the table's choice was measured right
-     * there, so the first-use measurement (core/clear_verify.c) is skipped.
-     * Zen 4 (family 0x19 models 0x10-0x1f, 0x60-0x7f, 0xa0-0xaf) has no row:
-     * on the Genoa VM measured, CLZERO and AVX-512 NT traded places run to
-     * run (60-65 vs 59-60 GB/s at 16 MiB, or 80 vs 86), so it is verified.
-     */
+     0, 0, "Hygon Dhyana (family 0x18) is licensed Zen 1: no ERMS, as amd-zen1-2"},
     {"amd-zen3", MMP_ARCH_X86_64, "AuthenticAMD", 0x19, 0x19, 0x00, 0x0f, 0, 0, 0, 0, 0,
-     "Zen 3 (Milan): CLZERO ~42-46 GB/s per core vs 12-17 for rep stosb (measurement "
-     "quoted in the Linux NT-clearing review; shared DESIGN facts)"},
+     "Zen 3 (Milan): nothing changed: CLZERO ~42-46 GB/s per core vs 12-17 for rep "
+     "stosb (measurement quoted in the Linux NT-clearing review); rep stosq over one "
+     "extent 13.7 GB/s at 4 KiB, 15.1 at 2 MiB, 38.1 at 1 GiB (Linux 'x86/clear_page: "
+     "introduce clear_pages()'), so whole extents, never page by page"},
+    {"amd-zen4", MMP_ARCH_X86_64, "AuthenticAMD", 0x19, 0x19, 0x10, 0x1f, 0, 0, 0,
+     B(CLZERO), 0,
+     "Zen 4 (Genoa): no CLZERO for cold clears: measured for issue 15 on a 2-vCPU Genoa "
+     "VM (32 MiB L3), AUTO with CLZERO reached 0.65 of AVX-512/AVX2 NT at 1 GiB, and at "
+     "16 MiB the two traded places run to run; CLZERO is meant for poison recovery, not "
+     "fast zeroing (WikiChip 'CLZERO - x86'); AVX-512 NT is the cold kernel"},
     {"amd-zen3-client", MMP_ARCH_X86_64, "AuthenticAMD", 0x19, 0x19, 0x20, 0x5f, 0, 0, 0, 0, 0,
      "Zen 3 client (Vermeer, Cezanne, Rembrandt): same core as amd-zen3"},
+    {"amd-zen4-client", MMP_ARCH_X86_64, "AuthenticAMD", 0x19, 0x19, 0x60, 0x7f, 0, 0, 0,
+     B(CLZERO), 0, "Zen 4 client (Raphael, Phoenix): same core as amd-zen4"},
+    {"amd-zen4c", MMP_ARCH_X86_64, "AuthenticAMD", 0x19, 0x19, 0xa0, 0xaf, 0, 0, 0,
+     B(CLZERO), 0, "Zen 4c (Bergamo, Siena): same core as amd-zen4, smaller L3"},
     {"amd-zen5", MMP_ARCH_X86_64, "AuthenticAMD", 0x1a, 0x1a, 0x00, 0x4f, 0, 0, 0, 0, 0,
-     "Zen 5: measured on a 2-core EPYC VM, 256 MiB-2 GiB: CLZERO ~35-54 GB/s, AVX NT "
-     "~22-25, glibc memset ~21-26; rep stosb over a 2 MiB extent ~100 vs ~57 per 4 KiB "
-     "page (shared DESIGN facts)"},
-    /*
-     * arm64: no row yet. The feature rules already cover what is public:
-     * DC ZVA only where DCZID_EL0.DZP allows it, and for hot clears only
-     * with 64-byte blocks (glibc picks its DC ZVA memsets only for
-     * zva_size == 64, larger blocks zero more than a small clear needs).
-     */
+     "Zen 5: nothing changed: measured on 2-core EPYC VMs, 256 MiB-2 GiB: CLZERO ~35-54 "
+     "GB/s, AVX NT ~22-25, glibc memset ~21-26 (shared DESIGN facts); on the issue 15 "
+     "VM (family 0x1a model 2) CLZERO, AVX2 and AVX-512 NT tied at 64 MiB (~67 GB/s) "
+     "and rep stosb ~51-59. That VM reports the host socket's L3 (508 MiB, CPUID "
+     "0x80000006; no TOPOEXT leaf): the first-use scan lowers cold_min to 4 MiB there"},
+    /* ---- arm64: MIDR implementer/part (Linux cputype.h; Arm TRMs, MIDR_EL1) ---- */
+    {"neoverse-n1", MMP_ARCH_ARM64, "", 0, 0, 0, 0, MIDR_PART, 0x4100d0c0, 0, 0, 0,
+     "Neoverse N1 (also Ampere Altra/Altra Max, built from N1 cores: Phoronix 2022-05 "
+     "'Ampere1 LLVM'): nothing changed: DC ZVA with 64-byte blocks (N1 TRM, DCZID_EL0 "
+     "BS=4) for hot and cold, as Linux clear_page and glibc's memset (zva_size 64) do; "
+     "no FEAT_MOPS (Armv8.2)"},
+    {"neoverse-v1", MMP_ARCH_ARM64, "", 0, 0, 0, 0, MIDR_PART, 0x4100d400, 0, 0, 0,
+     "Neoverse V1: nothing changed: as neoverse-n1 (64-byte DC ZVA, Armv8.4: no MOPS)"},
+    {"neoverse-n2", MMP_ARCH_ARM64, "", 0, 0, 0, 0, MIDR_PART, 0x4100d490, 0, 0, 0,
+     "Neoverse N2: nothing changed: as neoverse-n1 (64-byte DC ZVA, Armv9.0: no MOPS)"},
+    {"neoverse-v2", MMP_ARCH_ARM64, "", 0, 0, 0, 0, MIDR_PART, 0x4100d4f0, 0, 0, 0,
+     "Neoverse V2 (Grace, Graviton4): nothing changed: as neoverse-n1 (64-byte DC ZVA, "
+     "Armv9.0: no MOPS)"},
+    {"ampereone", MMP_ARCH_ARM64, "", 0, 0, 0, 0, MIDR_PART, 0xc000ac30, 0, 0, 0,
+     "AmpereOne: Ampere's own Armv8.6 core (Phoronix 2022-05 'Ampere1 LLVM'): nothing "
+     "changed: no FEAT_MOPS (Armv8.8), so DC ZVA/STP by block size; no public clearing "
+     "figure, so the first-use measurement decides"},
+    {"apple", MMP_ARCH_ARM64, "", 0, 0, 0, 0, 0xff000000ull, 0x61000000, 0, 0, 0,
+     "Apple M1/M2/M3 (implementer 0x61; Firestorm/Icestorm and later, Armv8.4-8.6: "
+     "Wikipedia 'Apple M1'): nothing changed: no FEAT_MOPS, DC ZVA by the block size "
+     "DCZID_EL0 reports; no public clearing figure, so the first-use measurement decides"},
 };
 const size_t mmp_core_clear_nquirks = sizeof mmp_core_clear_quirks / sizeof mmp_core_clear_quirks[0];
 

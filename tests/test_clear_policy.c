@@ -374,47 +374,39 @@ START_TEST(first_use_measures_once_and_caches_per_cpu)
     cache_path(path, sizeof path);
     ck_assert_ptr_nonnull(strstr(path, cache_dir));
     unlink(path);
-    struct mmp_clear_policy table;
-    mmp_clear_policy_for(mmp_cpu_features(), &table);
-    if (table.quirk) {
-        /* a row is trusted: nothing measured, nothing written */
-        in_child("row", policy_child, "table");
-        ck_assert_int_ne(access(path, F_OK), 0);
-    } else {
-        in_child("first use", policy_child, "measured at first use, cached in ");
-        FILE *f = fopen(path, "r");
-        ck_assert_ptr_nonnull(f);
-        char text[2048];
-        size_t n = fread(text, 1, sizeof text - 1, f);
-        fclose(f);
-        text[n] = '\0';
-        char line[128];
-        cpu_line(line, sizeof line);
-        ck_assert_ptr_nonnull(strstr(text, line));
-        ck_assert_ptr_nonnull(strstr(text, "\nhot "));
-        ck_assert_ptr_nonnull(strstr(text, "\ncold "));
-        in_child("second use", policy_child, "cached file ");
-        /* a broken file is reported and replaced by a new measurement */
-        f = fopen(path, "a");
-        fputs("bogus line\n", f);
-        fclose(f);
-        in_child("broken file", policy_child, "measured at first use");
-        in_child("replaced", policy_child, "cached file ");
-        /* measuring off: the table */
-        unlink(path);
-        setenv("MMPORT_CLEAR_VERIFY", "0", 1);
-        in_child("verify off", policy_child, "table");
-        unsetenv("MMPORT_CLEAR_VERIFY");
-        ck_assert_int_ne(access(path, F_OK), 0);
-    }
-    /* a file written there (mmport tune does) is loaded, row or not */
-    char text[512], line[128];
+    /* measured on every CPU, a quirk row or not (a row is the first guess) */
+    setenv("MMPORT_CLEAR_VERIFY", "1", 1);
+    in_child("first use", policy_child, "measured at first use, cached in ");
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char line[128];
     cpu_line(line, sizeof line);
+    ck_assert_ptr_nonnull(strstr(text, line));
+    ck_assert_ptr_nonnull(strstr(text, "\nhot "));
+    ck_assert_ptr_nonnull(strstr(text, "\ncold "));
+    ck_assert_ptr_nonnull(strstr(text, "\ncold_min "));
+    in_child("second use", policy_child, "cached file ");
+    /* a broken file is reported and replaced by a new measurement */
+    f = fopen(path, "a");
+    fputs("bogus line\n", f);
+    fclose(f);
+    in_child("broken file", policy_child, "measured at first use");
+    in_child("replaced", policy_child, "cached file ");
+    /* measuring off: the table */
+    unlink(path);
+    setenv("MMPORT_CLEAR_VERIFY", "0", 1);
+    in_child("verify off", policy_child, "table");
+    ck_assert_int_ne(access(path, F_OK), 0);
+    /* a file written there (mmport tune does) is loaded */
     const char *hot = mmp_cpu_features()->arch == MMP_ARCH_ARM64 ? "stp" : "memset";
     if (mmp_cpu_features()->arch == MMP_ARCH_X86_64)
         hot = "unrolled";
     snprintf(text, sizeof text, "%shot %s\n", line, hot);
-    FILE *f = fopen(path, "w");
+    f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
     fputs(text, f);
     fclose(f);
@@ -427,6 +419,174 @@ START_TEST(first_use_measures_once_and_caches_per_cpu)
 }
 END_TEST
 
+/* ---- the quirk table against the CPUs its rows name ------------------------------ */
+
+/* Real CPU identities (CPUID family/model, MIDR_EL1) and the row each must match. */
+static const struct named_cpu {
+    enum mmp_arch arch;
+    const char *vendor;
+    uint32_t family, model;
+    uint64_t midr;
+    const char *row; /* NULL: no row */
+} named_cpus[] = {
+    {MMP_ARCH_X86_64, "GenuineIntel", 6, 0x55, 0, "intel-skylake-sp"},     /* Cascade Lake */
+    {MMP_ARCH_X86_64, "GenuineIntel", 6, 0x6a, 0, "intel-icelake-sp"},
+    {MMP_ARCH_X86_64, "GenuineIntel", 6, 0x6c, 0, "intel-icelake-sp"},     /* Ice Lake-D */
+    {MMP_ARCH_X86_64, "GenuineIntel", 6, 0x8f, 0, "intel-sapphire-rapids"},
+    {MMP_ARCH_X86_64, "GenuineIntel", 6, 0x97, 0, "intel-alder-lake"},     /* Alder Lake-S */
+    {MMP_ARCH_X86_64, "GenuineIntel", 6, 0x9a, 0, "intel-alder-lake"},     /* Alder Lake-P */
+    {MMP_ARCH_X86_64, "GenuineIntel", 6, 0xad, 0, "intel-granite-rapids"},
+    {MMP_ARCH_X86_64, "GenuineIntel", 6, 0xb7, 0, "intel-raptor-lake"},
+    {MMP_ARCH_X86_64, "GenuineIntel", 6, 0xbf, 0, "intel-raptor-lake"},    /* Raptor Lake-S */
+    {MMP_ARCH_X86_64, "GenuineIntel", 6, 0xcf, 0, "intel-emerald-rapids"}, /* the dev machine */
+    {MMP_ARCH_X86_64, "GenuineIntel", 6, 0x8c, 0, NULL},                   /* Tiger Lake: none */
+    {MMP_ARCH_X86_64, "AuthenticAMD", 0x17, 0x31, 0, "amd-zen1-2"},        /* Rome */
+    {MMP_ARCH_X86_64, "HygonGenuine", 0x18, 0x00, 0, "hygon-dhyana"},
+    {MMP_ARCH_X86_64, "AuthenticAMD", 0x19, 0x01, 0, "amd-zen3"},          /* Milan */
+    {MMP_ARCH_X86_64, "AuthenticAMD", 0x19, 0x21, 0, "amd-zen3-client"},   /* Vermeer */
+    {MMP_ARCH_X86_64, "AuthenticAMD", 0x19, 0x11, 0, "amd-zen4"},          /* Genoa */
+    {MMP_ARCH_X86_64, "AuthenticAMD", 0x19, 0x61, 0, "amd-zen4-client"},   /* Raphael */
+    {MMP_ARCH_X86_64, "AuthenticAMD", 0x19, 0xa0, 0, "amd-zen4c"},         /* Bergamo */
+    {MMP_ARCH_X86_64, "AuthenticAMD", 0x1a, 0x02, 0, "amd-zen5"},          /* Turin (issue 15 VM) */
+    {MMP_ARCH_X86_64, "AuthenticAMD", 0x1a, 0x44, 0, "amd-zen5"},          /* Granite Ridge */
+    {MMP_ARCH_ARM64, "ARM", 0, 0, 0x413fd0c1, "neoverse-n1"},  /* N1 r3p1, Ampere Altra */
+    {MMP_ARCH_ARM64, "ARM", 0, 0, 0x411fd401, "neoverse-v1"},  /* Graviton3 */
+    {MMP_ARCH_ARM64, "ARM", 0, 0, 0x410fd490, "neoverse-n2"},
+    {MMP_ARCH_ARM64, "ARM", 0, 0, 0x410fd4f0, "neoverse-v2"},  /* Grace */
+    {MMP_ARCH_ARM64, "Ampere", 0, 0, 0xc00fac30, "ampereone"},
+    {MMP_ARCH_ARM64, "Apple", 0, 0, 0x611f0221, "apple"},      /* M1 Icestorm */
+    {MMP_ARCH_ARM64, "Apple", 0, 0, 0x611f0330, "apple"},      /* M2 Avalanche */
+    {MMP_ARCH_ARM64, "ARM", 0, 0, 0x411fd070, NULL},           /* Cortex-A57: none */
+};
+
+static struct mmp_cpu_features named_features(const struct named_cpu *c)
+{
+    struct mmp_cpu_features f = {.arch = c->arch, .family = c->family, .model = c->model,
+                                 .midr = c->midr, .llc_bytes = 32u << 20};
+    snprintf(f.vendor, sizeof f.vendor, "%s", c->vendor);
+    if (c->arch == MMP_ARCH_X86_64) {
+        f.flags = MMP_CPU_SSE2 | MMP_CPU_ERMS | MMP_CPU_FSRM | MMP_CPU_REP_GOOD | MMP_CPU_AVX2 |
+                  MMP_CPU_AVX512F | MMP_CPU_CLZERO;
+    } else {
+        f.flags = MMP_CPU_DC_ZVA;
+        f.zva_block = 64;
+    }
+    return f;
+}
+
+/* Each row is matched by the CPUs it names (first match wins), and every row is named. */
+START_TEST(quirk_rows_match_the_cpus_they_name)
+{
+    bool named[64] = {false};
+    ck_assert_uint_le(mmp_core_clear_nquirks, 64);
+    for (size_t i = 0; i < sizeof named_cpus / sizeof named_cpus[0]; i++) {
+        const struct named_cpu *c = &named_cpus[i];
+        struct mmp_cpu_features f = named_features(c);
+        struct mmp_clear_policy p;
+        ck_assert_int_eq(mmp_clear_policy_for(&f, &p), 0);
+        if (!c->row) {
+            ck_assert_msg(!p.quirk, "%s %u/0x%x midr 0x%llx matched %s", c->vendor, c->family,
+                          c->model, (unsigned long long)c->midr, p.quirk);
+            continue;
+        }
+        ck_assert_msg(p.quirk && strcmp(p.quirk, c->row) == 0,
+                      "%s %u/0x%x midr 0x%llx: row %s, want %s", c->vendor, c->family, c->model,
+                      (unsigned long long)c->midr, p.quirk ? p.quirk : "(none)", c->row);
+        for (size_t r = 0; r < mmp_core_clear_nquirks; r++)
+            named[r] |= strcmp(mmp_core_clear_quirks[r].name, c->row) == 0;
+    }
+    for (size_t r = 0; r < mmp_core_clear_nquirks; r++) {
+        const struct mmp_core_clear_quirk *q = &mmp_core_clear_quirks[r];
+        ck_assert_msg(named[r], "row %s: no named CPU tests it", q->name);
+        /* no row without a reason that says what it rests on */
+        ck_assert_msg(q->why && strlen(q->why) >= 40, "row %s: no reason", q->name);
+    }
+    /* Zen 4: AVX-512 NT for cold (CLZERO lost 0.65x at 1 GiB); Zen 5 keeps CLZERO */
+    struct mmp_cpu_features f = named_features(&named_cpus[15]);
+    struct mmp_clear_policy p;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_str_eq(p.cold, "avx512_nt");
+    f = named_features(&named_cpus[18]);
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_str_eq(p.cold, "clzero");
+}
+END_TEST
+
+/*
+ * No row contradicts the first-use measurement: for a CPU of every row, the
+ * measurement compares only kernels the row allows (the table's pick among
+ * them), keeps the row's choice when nothing is 5% faster, and still moves
+ * to another allowed kernel that is: a row is a first guess, never a pin.
+ */
+START_TEST(verification_respects_every_row)
+{
+    for (size_t i = 0; i < sizeof named_cpus / sizeof named_cpus[0]; i++) {
+        struct mmp_cpu_features f = named_features(&named_cpus[i]);
+        struct mmp_clear_policy p;
+        mmp_clear_policy_for(&f, &p);
+        uint32_t usable = 0;
+        for (unsigned k = 0; k < MMP_K_COUNT; k++)
+            usable |= mmp_core_clear_supported(&f, k) ? MMP_KBIT(k) : 0;
+        uint32_t hc, cc;
+        mmp_core_clear_verify_candidates(usable, &p, &hc, &cc);
+        int hot = mmp_core_clear_lookup(p.hot), cold = mmp_core_clear_lookup(p.cold);
+        ck_assert(hc & MMP_KBIT(hot));
+        ck_assert(cc & MMP_KBIT(cold));
+        ck_assert_uint_eq(hc & p.bad_hot, 0);
+        ck_assert_uint_eq(cc & p.bad_cold, 0);
+        ck_assert_uint_eq((hc | cc) & ~usable, 0);
+        uint64_t ns[MMP_K_COUNT];
+        for (unsigned k = 0; k < MMP_K_COUNT; k++)
+            ns[k] = 1000;
+        ck_assert_uint_eq(mmp_core_clear_verify_pick(cc, (unsigned)cold, ns), (unsigned)cold);
+        for (unsigned k = 0; k < MMP_K_COUNT; k++) {
+            if (!(cc & MMP_KBIT(k)) || k == (unsigned)cold)
+                continue;
+            ns[k] = 960; /* 4%: not enough */
+            ck_assert_uint_eq(mmp_core_clear_verify_pick(cc, (unsigned)cold, ns), (unsigned)cold);
+            ns[k] = 900; /* 10% */
+            ck_assert_uint_eq(mmp_core_clear_verify_pick(cc, (unsigned)cold, ns), k);
+            ns[k] = 1000;
+        }
+        /* the row's threshold stands where the times agree with it */
+        uint64_t size[5], th[5], tc[5];
+        for (unsigned j = 0; j < 5; j++) {
+            size[j] = (4ull << 20) << j;
+            bool is_cold = size[j] >= p.cold_min;
+            th[j] = is_cold ? 1300 : 1000;
+            tc[j] = is_cold ? 1000 : 1300;
+        }
+        ck_assert_uint_eq(mmp_core_clear_verify_cold_min(p.cold_min, size, th, tc, 5),
+                          p.cold_min);
+    }
+}
+END_TEST
+
+/* AUTO's threshold from the first-use scan (fake times, ns per clear). */
+START_TEST(verification_checks_the_threshold)
+{
+    const uint64_t M = 1u << 20;
+    uint64_t size[5] = {4 * M, 8 * M, 16 * M, 32 * M, 64 * M};
+    /* the issue 15 Zen 5 VM: LLC read as 508 MiB, cold 20% faster from 4 MiB on */
+    uint64_t th[5] = {120, 240, 480, 960, 1920}, tc[5] = {100, 200, 400, 800, 1600};
+    ck_assert_uint_eq(mmp_core_clear_verify_cold_min(508 * M, size, th, tc, 5), 4 * M);
+    /* all within 5%: the table's threshold stands */
+    uint64_t tie[5] = {102, 204, 408, 816, 1632};
+    ck_assert_uint_eq(mmp_core_clear_verify_cold_min(508 * M, size, tie, tc, 5), 508 * M);
+    /* hot 10% faster at 4 MiB, cold faster from 8 MiB: cold from 8 MiB */
+    uint64_t th2[5] = {90, 240, 480, 960, 1920};
+    ck_assert_uint_eq(mmp_core_clear_verify_cold_min(4 * M, size, th2, tc, 5), 8 * M);
+    ck_assert_uint_eq(mmp_core_clear_verify_cold_min(512 * M, size, th2, tc, 5), 8 * M);
+    /* cold loses at 64 MiB: beyond what was measured, or the table's if larger */
+    uint64_t th3[5] = {120, 240, 480, 960, 1400};
+    ck_assert_uint_eq(mmp_core_clear_verify_cold_min(4 * M, size, th3, tc, 5), 128 * M);
+    ck_assert_uint_eq(mmp_core_clear_verify_cold_min(1024 * M, size, th3, tc, 5), 1024 * M);
+    /* noise: cold wins at 4 and 64 but loses at 16: cold from 32 MiB (the larger sizes count) */
+    uint64_t th4[5] = {120, 240, 300, 960, 1920};
+    ck_assert_uint_eq(mmp_core_clear_verify_cold_min(508 * M, size, th4, tc, 5), 32 * M);
+}
+END_TEST
+
 Suite *mmp_suite_clear_policy(void)
 {
     /*
@@ -434,6 +594,13 @@ Suite *mmp_suite_clear_policy(void)
      * directory of its own, not the user's ~/.cache/mmport (set before any
      * test forks; a run that sets MMPORT_CACHE_DIR keeps it).
      */
+    /*
+     * Measuring at first use (tens of ms of stores; long under valgrind and
+     * qemu) is off for the other suites, which then use the table; the
+     * first-use test turns it on for its own children.
+     */
+    if (!getenv("MMPORT_CLEAR_VERIFY"))
+        setenv("MMPORT_CLEAR_VERIFY", "0", 1);
     if (!getenv("MMPORT_CACHE_DIR") && mkdtemp(cache_dir))
         setenv("MMPORT_CACHE_DIR", cache_dir, 1);
     else if (getenv("MMPORT_CACHE_DIR"))
@@ -447,5 +614,8 @@ Suite *mmp_suite_clear_policy(void)
     MMP_ADD(s, env_refusals_reported);
     MMP_ADD(s, calibrate_zeroes_the_tail);
     MMP_ADD(s, first_use_measures_once_and_caches_per_cpu);
+    MMP_ADD(s, quirk_rows_match_the_cpus_they_name);
+    MMP_ADD(s, verification_respects_every_row);
+    MMP_ADD(s, verification_checks_the_threshold);
     return s;
 }
