@@ -284,8 +284,7 @@ static int plot_results(FILE *out, const struct result *r, size_t nr,
              (unsigned long long)pol->cold_min >> 10, pol->cold);
     /* cold_min first: without an LLC figure only it is marked */
     struct svg_marker mk[2] = {{(double)pol->cold_min, cm}, {(double)f->llc_bytes, llc}};
-    snprintf(title, sizeof title, "mmport bench clear: %s family 0x%x model 0x%x", f->vendor,
-             f->family, f->model);
+    snprintf(title, sizeof title, "mmport bench clear: %s", cli_machine());
     svg_chart(out, title, "bytes per call (log scale)", "GB/s (best of the repetitions)", "GB/s", sr, nsr,
               mk, f->llc_bytes ? 2 : 1);
     int bad = ferror(out);
@@ -426,8 +425,8 @@ static int run(int argc, char **argv)
         rout = stderr;
     } else {
         const struct mmp_cpu_features *f = mmp_cpu_features();
-        printf("mmport bench clear: %s family 0x%x model 0x%x, LLC %llu KiB\n", f->vendor,
-               f->family, f->model, (unsigned long long)f->llc_bytes >> 10);
+        printf("mmport bench clear: %s, LLC %llu KiB\n", cli_machine(),
+               (unsigned long long)f->llc_bytes >> 10);
         printf("policy: hot %s, cold %s from %llu KiB; quirk row %s\npolicy source: %s\n",
                pol.hot, pol.cold, (unsigned long long)pol.cold_min >> 10,
                pol.quirk ? pol.quirk : "none", pol.source);

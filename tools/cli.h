@@ -53,6 +53,10 @@ int cli_no_operands(const char *cmd, int argc, char **argv);
 /* Parses "4096", "64K", "2M", "1G" (binary units); false on garbage. */
 bool cli_parse_size(const char *s, unsigned long long *out);
 
+/* The machine, for headers and chart titles: "GenuineIntel family 0x6
+ * model 0x55", "ARM implementer 0x41 part 0xd0c" (mmp_cpu_features). */
+const char *cli_machine(void);
+
 /* Writes s as a JSON string literal (quoted, escaped). */
 void cli_json_string(FILE *out, const char *s);
 

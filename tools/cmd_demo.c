@@ -545,8 +545,8 @@ static int run(int argc, char **argv)
         fflush(stdout);
     }
     double t0 = progress_now();
-    progress_start(&pr, "first touch (page faults)", NULL);
-    guest_ram_dirty(&ram, o.threads);
+    progress_start(&pr, "first touch", "B");
+    guest_ram_dirty(&ram, o.threads, &pr);
     progress_finish(&pr);
     double dirty_s = progress_now() - t0;
     long long huge = guest_ram_huge_bytes();
@@ -573,12 +573,18 @@ static int run(int argc, char **argv)
     mmp_clear_policy(&pol);
     size_t nz_after_clear = guest_ram_first_nonzero(&ram);
 
-    guest_ram_dirty(&ram, o.threads);
+    /* four passes over the RAM: a line counting them */
+    progress_start(&pr, "comparison, one thread each", NULL);
+    guest_ram_dirty(&ram, o.threads, NULL);
+    progress_update(&pr, 1, 4);
     t0 = progress_now();
     memset(ram.base, 0, ram.len);
     double memset_s = progress_now() - t0;
-    guest_ram_dirty(&ram, o.threads);
+    progress_update(&pr, 2, 4);
+    guest_ram_dirty(&ram, o.threads, NULL);
+    progress_update(&pr, 3, 4);
     struct clear_run one = clear_ram(&ram, 1, NULL);
+    progress_finish(&pr);
     if (one.rc) {
         guest_ram_release(&ram);
         return cli_error("demo", "mmp_clear: %s", mmp_strerror(one.rc));

@@ -100,6 +100,19 @@ bool cli_parse_size(const char *s, unsigned long long *out)
     return true;
 }
 
+const char *cli_machine(void)
+{
+    static char buf[64];
+    const struct mmp_cpu_features *f = mmp_cpu_features();
+    const char *v = f->vendor[0] ? f->vendor : "unknown CPU";
+    if (f->arch == MMP_ARCH_ARM64) /* MIDR_EL1: implementer [31:24], part number [15:4] */
+        snprintf(buf, sizeof buf, "%s implementer 0x%02x part 0x%03x", v,
+                 (unsigned)(f->midr >> 24) & 0xff, (unsigned)(f->midr >> 4) & 0xfff);
+    else
+        snprintf(buf, sizeof buf, "%s family 0x%x model 0x%x", v, f->family, f->model);
+    return buf;
+}
+
 void cli_json_string(FILE *out, const char *s)
 {
     fputc('"', out);

@@ -254,6 +254,24 @@ if command -v script > /dev/null; then
     else
         ko "bench clear on a terminal: $draws redraws in $secs s: $(tr '\r' '\n' < "$tmp/tty" | head -5)"
     fi
+    # The demo's first touch counts bytes: done/total of the RAM, rising,
+    # with a rate; more RAM when a fast machine touched it within 0.5 s.
+    for ram in 256M 1G; do
+        script -qfc "$M demo --ram $ram --threads 2" /dev/null > "$tmp/tty" 2>&1
+        tr '\r' '\n' < "$tmp/tty" | grep '^  first touch' > "$tmp/touch"
+        [ -s "$tmp/touch" ] && break
+    done
+    if [ ! -s "$tmp/touch" ]; then
+        echo "SKIP: demo first-touch progress: the first touch of $ram ran under 0.5 s (no line due)"
+        skip=$((skip + 1))
+    elif awk -v ram=$ram '{ if (!match($0, /[0-9.]+\/[0-9.]+ [MG]iB [ 0-9.]+ [MG]B\/s/)) exit 1
+            split(substr($0, RSTART, RLENGTH), f, /[\/ ]+/)
+            if (f[2] f[3] != (ram == "1G" ? "1.0GiB" : "256MiB") || f[1] + 0 < last) exit 1
+            last = f[1] + 0 }' "$tmp/touch" && grep -q '^verification passed' "$tmp/tty"; then
+        ok "demo --ram $ram on a terminal: first touch shows done/total and the rate ($(wc -l < "$tmp/touch" | tr -d ' ') redraws, e.g. '$(sed -n 2p "$tmp/touch" | sed 's/\x1b\[K//')')"
+    else
+        ko "demo --ram $ram on a terminal: first-touch lines: $(head -3 "$tmp/touch")"
+    fi
 else
     echo "SKIP: progress on a terminal: no script(1)"; skip=$((skip + 1))
 fi
@@ -295,7 +313,41 @@ then ok "bench map --pattern vmalloc --plot: valid SVG, one line per mode"
 else
     ko "bench map --plot: exit $rc $(cat "$tmp/err")"
 fi
-says "--plot needs --pattern vmalloc" bench map --plot "$tmp/x.svg"
+# The default run: a panel per operation, a bar per format of each policy,
+# each bar's tooltip the figure of the JSON row, taller for a larger one.
+run bench map --reps 1 --json --plot "$tmp/formats.svg"
+if [ $rc = 0 ] && python3 - "$tmp/formats.svg" "$tmp/out" <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+rows = {(r["format"], r["op"] + " " + r["leaf_policy"]): r["ns_per_page"] for r in json.load(open(sys.argv[2]))}
+panels = [g for g in root.iter(ns + "g") if g.get("class") == "panel"]
+assert [p.get("data-name") for p in panels] == ["map", "protect", "unmap"], panels
+bars = {}
+for p in panels:
+    heights = []
+    for g in p.iter(ns + "g"):
+        if g.get("class") != "series":
+            continue
+        assert g.get("data-name").startswith(p.get("data-name") + " "), g.get("data-name")
+        for r in g.findall(ns + "rect"):
+            fmt, rest = r.find(ns + "title").text.split(" ", 1)
+            series, value = rest.split(": ")
+            assert series == g.get("data-name"), (series, g.get("data-name"))
+            bars[(fmt, series)] = float(value.split()[0])
+            heights.append((float(value.split()[0]), float(r.get("height"))))
+    heights.sort()
+    assert all(a[1] <= b[1] + 0.05 for a, b in zip(heights, heights[1:])), heights
+assert sorted(bars) == sorted(rows), set(bars) ^ set(rows)
+assert all(abs(bars[k] - rows[k]) <= 0.0006 for k in rows), [(k, bars[k], rows[k]) for k in rows if abs(bars[k] - rows[k]) > 0.0006]
+assert "family" in root.find(ns + "text").text or "implementer" in root.find(ns + "text").text
+print(len(bars), "bars")
+PY
+then ok "bench map --plot: valid SVG, map/protect/unmap panels, a bar per row of the run (its figure, height by value), the machine in the title"
+else
+    ko "bench map --plot (default run): exit $rc $(cat "$tmp/err")"
+fi
+says "--plot does not apply to --depth" bench map --depth --plot "$tmp/x.svg"
 run demo --ram 64M --threads 1 --plot "$tmp/demo.svg"
 if [ $rc = 0 ] && python3 - "$tmp/demo.svg" <<'PY'
 import sys, xml.etree.ElementTree as ET
