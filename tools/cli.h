@@ -57,6 +57,13 @@ bool cli_parse_size(const char *s, unsigned long long *out);
  * model 0x55", "ARM implementer 0x41 part 0xd0c" (mmp_cpu_features). */
 const char *cli_machine(void);
 
+/* Text output keeps to this width (tables, wrapped notes). */
+#define CLI_COLUMNS 100
+
+/* Prints head, then text wrapped at spaces to CLI_COLUMNS, continuation
+ * lines indented by indent spaces; a newline at the end. */
+void cli_print_wrapped(const char *head, int indent, const char *text);
+
 /* Writes s as a JSON string literal (quoted, escaped). */
 void cli_json_string(FILE *out, const char *s);
 

@@ -127,8 +127,7 @@ static void dump_flush_fold(struct dump_ctx *d)
         return;
     char line[160];
     snprintf(line, sizeof line,
-             "0x%016" PRIx64 "-0x%016" PRIx64 " balloon block: %u runs of pages (%" PRIu64
-             "K) between the %u holes, folded here",
+             "0x%016" PRIx64 "-0x%016" PRIx64 " balloon: %u page runs (%" PRIu64 "K) between %u holes",
              d->fold_lo, d->fold_hi - 1, d->folded, d->folded_bytes >> 10, DEMO_BALLOON);
     d->folded = 0;
     dump_emit(d, line);
@@ -268,7 +267,7 @@ static void print_table_text(struct table_result *t)
                "\n   (one unmap each; %" PRIu64 " entries written; ",
                DEMO_BALLOON, bl->block, bl->delta.entries_written);
         if (bl->delta.bbm)
-            printf("%" PRIu64 " break-before-make sequences: the block split, runs unfolded)\n",
+            printf("%" PRIu64 " break-before-make: the block split, runs unfolded)\n",
                    bl->delta.bbm);
         else
             printf("the block split in place, no break-before-make needed)\n");
@@ -503,8 +502,10 @@ static void print_policy_text(const struct mmp_clear_policy *p, const char *kern
         printf(" (forced by MMPORT_CLEAR=%s)\n", p->forced);
     else
         printf(" (the policy's cold kernel; hot: %s)\n", p->hot);
-    printf("   why      quirk row: %s%s%s\n", p->quirk ? p->quirk : "none matched",
-           p->quirk_why ? ": " : "", p->quirk_why ? p->quirk_why : "");
+    char why[64];
+    snprintf(why, sizeof why, "   why      quirk row: %s%s", p->quirk ? p->quirk : "none matched",
+             p->quirk_why ? ": " : "");
+    cli_print_wrapped(why, 12, p->quirk_why ? p->quirk_why : "");
     printf("            policy source: %s; AUTO switches to %s from %" PRIu64 " KiB (from %s)\n",
            p->source, p->cold, p->cold_min >> 10, p->cold_min_from);
 }
@@ -676,8 +677,7 @@ static int run(int argc, char **argv)
                    nz_after_clear != ram.len ? nz_after_clear : nz);
         for (int i = 0; i < NTABS; i++) {
             const struct demo_verify *v = &tabs[i].verify;
-            printf("   %-12s %u lookups in %u regions, %u in holes, %u RAM bytes read "
-                   "through the translation: %s%s\n",
+            printf("   %-12s %u lookups, %u regions, %u in holes, %u RAM bytes read: %s%s\n",
                    tabs[i].layout.format, v->samples, tabs[i].layout.n, v->holes, v->ram_read,
                    v->bad || tabs[i].lazy.rc ? "FAILED " : "all as laid out",
                    v->bad ? v->first_bad : "");

@@ -100,6 +100,23 @@ bool cli_parse_size(const char *s, unsigned long long *out)
     return true;
 }
 
+void cli_print_wrapped(const char *head, int indent, const char *text)
+{
+    int col = printf("%s", head);
+    bool first = true;
+    for (text += strspn(text, " "); *text; text += strspn(text, " ")) {
+        int word = (int)strcspn(text, " ");
+        if (!first && col + 1 + word > CLI_COLUMNS)
+            col = printf("\n%*s", indent, "") - 1;
+        else if (!first)
+            col += printf(" ");
+        col += printf("%.*s", word, text);
+        text += word;
+        first = false;
+    }
+    printf("\n");
+}
+
 const char *cli_machine(void)
 {
     static char buf[64];

@@ -142,11 +142,25 @@ if [ $rc = 0 ] && grep -Eq '^x86-64 +4 lazy .* +- +-$' "$tmp/out" && ! grep -q '
 else
     ko "bench map --mode lazy: exit $rc: $(cat "$tmp/out" "$tmp/err")"
 fi
-# Tables fit 100 columns.
-run bench clear --quick --sizes 4K,64K
-w=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$tmp/out")
-[ $rc = 0 ] && [ "$w" -le 100 ] && ok "bench clear table: $w columns (<= 100)" ||
-    ko "bench clear: exit $rc, $w columns: $(head -5 "$tmp/out")"
+# Tables and text fit 100 columns (notes wrap), every command's output.
+fits() { # fits <args...>
+    run "$@"
+    w=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$tmp/out")
+    [ $rc = 0 ] && [ "$w" -le 100 ] && ok "mmport $*: $w columns (<= 100)" ||
+        ko "mmport $*: exit $rc, $w columns: $(awk 'length($0) > 100' "$tmp/out" | head -3)"
+}
+fits bench clear --quick --sizes 4K,64K
+fits info
+fits info --stats
+fits demo --ram 64M --threads 1
+fits bench map --reps 1
+fits bench map --depth --reps 1
+fits bench map --pattern vmalloc --pages 4 --reps 1
+fits bench fault --faults 4K --reps 1
+fits bench dirty --size 1G
+fits ptdump --format x86-ept --map 0:0:1G --map 0x40200000:0x80000000:8K:rx,wc
+for c in $cmds; do fits "$c" --help; done
+for b in clear dirty fault map; do fits bench "$b" --help; done
 
 # ptdump --json and --image.
 run ptdump --format x86-64 --json --map 0:0:2M --map 0x200000:0x400000:8K:rx
