@@ -246,7 +246,7 @@ static int first_touch(struct first_touch *ft, unsigned long long bytes, unsigne
 }
 
 /* --plot: GB/s against size, one series per method, LLC and cold_min marked. */
-static int plot_results(FILE *out, const struct result *r, size_t nr,
+static void plot_results(FILE *out, const struct result *r, size_t nr,
                         const struct method *m, size_t nm, const unsigned long long *sizes,
                         size_t ns, unsigned cpus, const struct mmp_clear_policy *pol)
 {
@@ -285,10 +285,8 @@ static int plot_results(FILE *out, const struct result *r, size_t nr,
     /* cold_min first: without an LLC figure only it is marked */
     struct svg_marker mk[2] = {{(double)pol->cold_min, cm}, {(double)f->llc_bytes, llc}};
     snprintf(title, sizeof title, "mmport bench clear: %s", cli_machine());
-    svg_chart(out, title, "bytes per call (log scale)", "GB/s (best of the repetitions)", "GB/s", sr, nsr,
-              mk, f->llc_bytes ? 2 : 1);
-    int bad = ferror(out);
-    return fclose(out) || bad ? (errno ? errno : EIO) : 0;
+    svg_chart(out, title, "bytes per call (log scale)", "GB/s (best of the repetitions)",
+              "GB/s", sr, nsr, mk, f->llc_bytes ? 2 : 1);
 }
 
 static int run(int argc, char **argv)
@@ -346,10 +344,9 @@ static int run(int argc, char **argv)
     }
     if ((c = cli_no_operands(cmd, argc, argv)))
         return c;
-    /* opened first: a plot that cannot be written fails before the minutes of measuring */
-    FILE *plot_out = plot ? fopen(plot, "w") : NULL;
+    FILE *plot_out = plot ? cli_plot_open(cmd, plot) : NULL;
     if (plot && !plot_out)
-        return cli_error(cmd, "--plot '%s': %s", plot, strerror(errno));
+        return 1;
 
     struct mmp_clear_policy pol;
     mmp_clear_policy(&pol);
@@ -474,9 +471,9 @@ static int run(int argc, char **argv)
     }
     ratios(rout, res, nr, sizes, ns, cpus, &ft);
     if (plot) {
-        int rc = plot_results(plot_out, res, nr, methods, nm, sizes, ns, cpus, &pol);
-        if (rc)
-            return cli_error(cmd, "--plot '%s': %s", plot, strerror(rc));
+        plot_results(plot_out, res, nr, methods, nm, sizes, ns, cpus, &pol);
+        if (cli_plot_close(cmd, plot, plot_out))
+            return 1;
         fprintf(rout, "plot: %s\n", plot);
     }
     fprintf(rout, "\n(%.1f s)\n", elapsed);

@@ -198,18 +198,9 @@ static const char *const map_fmts[] = {"x86-64",         "x86-64-la57",   "x86-e
 #define NPOL (sizeof policies / sizeof policies[0])
 static const char *const op_names[3] = {"map", "protect", "unmap"};
 
-static int close_plot(FILE *out)
-{
-    int bad = ferror(out);
-    if (fclose(out) || bad)
-        return cli_error("bench map", "--plot: cannot write the chart: %s",
-                         strerror(errno ? errno : EIO));
-    return 0;
-}
-
 /* --plot: ns per page as bars, a panel per operation, a group of bars (one
  * per leaf policy) per format of the run. */
-static int plot_formats(FILE *out, uint64_t bytes, int reps, const char *const *cats,
+static void plot_formats(FILE *out, uint64_t bytes, int reps, const char *const *cats,
                         size_t ncats, double x[3][NPOL][NFMTS], double y[3][NPOL][NFMTS],
                         const size_t n[3][NPOL])
 {
@@ -230,9 +221,8 @@ static int plot_formats(FILE *out, uint64_t bytes, int reps, const char *const *
     char title[200];
     snprintf(title, sizeof title, "mmport bench map: %" PRIu64 " GiB per call, best of %d (%s)",
              bytes >> 30, reps, cli_machine());
-    svg_bars_logy(out, title, "ns per 4 KiB page (log scale)", "ns/4K-page", cats, ncats, pn, 3,
-                  legend, NPOL);
-    return close_plot(out);
+    svg_bars(out, title, "ns per 4 KiB page (log scale)", "ns/4K-page", true, cats, ncats, pn, 3,
+             legend, NPOL);
 }
 
 static int bench_formats(const char *only, uint64_t bytes, int reps, bool json, FILE *plot)
@@ -312,7 +302,9 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json, 
     }
     if (json)
         printf("\n]\n");
-    return plot ? plot_formats(plot, bytes, reps, cats, ncats, px, py, pn) : 0;
+    if (plot)
+        plot_formats(plot, bytes, reps, cats, ncats, px, py, pn);
+    return 0;
 }
 
 /* ---- run-time vs compile-time depth ------------------------------------ */
@@ -427,7 +419,7 @@ static struct vres vmalloc_run(const struct mmp_pt_config *cfg0, unsigned p, int
 }
 
 /* --plot: ns per op against the range size, one line per format and mode. */
-static int plot_vmalloc(FILE *out, bool sysf, const char *const names[6],
+static void plot_vmalloc(FILE *out, bool sysf, const char *const names[6],
                         double x[6][6], double y[6][6], const size_t n[6])
 {
     struct svg_series sr[6];
@@ -440,7 +432,6 @@ static int plot_vmalloc(FILE *out, bool sysf, const char *const names[6],
              sysf ? "each flush a system call" : "free flushes", cli_machine());
     svg_chart_logy(out, title, "bytes mapped and unmapped per op (log scale)",
                    "ns per op (log scale)", "ns/op", sr, ns);
-    return close_plot(out);
 }
 
 static int bench_vmalloc(const char *only, bool sysf, int reps, bool json, FILE *plot)
@@ -510,7 +501,9 @@ static int bench_vmalloc(const char *only, bool sysf, int reps, bool json, FILE 
     }
     if (json)
         printf("\n]\n");
-    return plot ? plot_vmalloc(plot, sysf, series, px, py, pn) : 0;
+    if (plot)
+        plot_vmalloc(plot, sysf, series, px, py, pn);
+    return 0;
 }
 
 static int run(int argc, char **argv)
@@ -615,14 +608,16 @@ static int run(int argc, char **argv)
         return cli_usage_error(cmd, "--format does not apply to --depth");
     if (depth && plot)
         return cli_usage_error(cmd, "--plot does not apply to --depth");
-    FILE *plot_out = plot ? fopen(plot, "w") : NULL; /* fails before measuring */
+    FILE *plot_out = plot ? cli_plot_open(cmd, plot) : NULL;
     if (plot && !plot_out)
-        return cli_error(cmd, "--plot '%s': %s", plot, strerror(errno));
+        return 1;
     progress_start(&bm_pr, "bench map", NULL);
     int rc = vmalloc ? bench_vmalloc(only, sysf, reps, json, plot_out)
              : depth ? bench_depth(64ull << 20, reps * 3, json)
                      : bench_formats(only, bytes, reps, json, plot_out);
     progress_finish(&bm_pr);
+    if (plot_out && cli_plot_close(cmd, plot, plot_out))
+        rc = rc ? rc : 1;
     return rc;
 }
 

@@ -64,6 +64,12 @@ const char *cli_machine(void);
  * lines indented by indent spaces; a newline at the end. */
 void cli_print_wrapped(const char *head, int indent, const char *text);
 
+/* --plot FILE: opened before measuring, so that a path that cannot be
+ * written fails first; NULL after "mmport <cmd>: --plot 'FILE': <reason>". */
+FILE *cli_plot_open(const char *cmd, const char *path);
+/* Closes the chart written to out: 0, or 1 after the same kind of message. */
+int cli_plot_close(const char *cmd, const char *path, FILE *out);
+
 /* Writes s as a JSON string literal (quoted, escaped). */
 void cli_json_string(FILE *out, const char *s);
 

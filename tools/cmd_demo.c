@@ -127,7 +127,8 @@ static void dump_flush_fold(struct dump_ctx *d)
         return;
     char line[160];
     snprintf(line, sizeof line,
-             "0x%016" PRIx64 "-0x%016" PRIx64 " balloon: %u page runs (%" PRIu64 "K) between %u holes",
+             "0x%016" PRIx64 "-0x%016" PRIx64 " balloon: %u page runs (%" PRIu64
+             "K) between %u holes",
              d->fold_lo, d->fold_hi - 1, d->folded, d->folded_bytes >> 10, DEMO_BALLOON);
     d->folded = 0;
     dump_emit(d, line);
@@ -457,7 +458,7 @@ static int collect(const struct mmp_pt *pt, uint64_t lo, uint64_t hi, struct ext
     return rc;
 }
 
-static int plot_layout(const char *path, const struct table_result *t)
+static int plot_layout(FILE *out, const struct table_result *t)
 {
     const struct demo_layout *l = &t->layout;
     struct svg_strip rows[DEMO_MAX_REGIONS + 1];
@@ -480,15 +481,7 @@ static int plot_layout(const char *path, const struct table_result *t)
         char title[128];
         snprintf(title, sizeof title, "mmport demo: %s layout (%s), after the balloon", l->title,
                  l->format);
-        FILE *out = fopen(path, "w");
-        if (!out)
-            rc = -errno;
-        else {
-            svg_strips(out, title, rows, nrows, plot_kinds, plot_colors, 4);
-            int bad = ferror(out);
-            if (fclose(out) || bad)
-                rc = -(errno ? errno : EIO);
-        }
+        svg_strips(out, title, rows, nrows, plot_kinds, plot_colors, 4);
     }
     for (size_t i = 0; i < nrows; i++)
         free(x[i].e);
@@ -532,12 +525,19 @@ static int run(int argc, char **argv)
     const struct mmp_cpu_features *f = mmp_cpu_features();
     struct progress pr;
 
+    FILE *plot_out = o.plot ? cli_plot_open("demo", o.plot) : NULL;
+    if (o.plot && !plot_out)
+        return 1;
+
     /* 1. guest RAM */
     struct guest_ram ram;
     rc = guest_ram_reserve(&ram, o.ram);
-    if (rc)
+    if (rc) {
+        if (plot_out)
+            fclose(plot_out);
         return cli_error("demo", "cannot reserve %llu MiB of guest RAM: %s", o.ram >> 20,
                          strerror(-rc));
+    }
     if (!o.json) {
         printf("mmport %s demo: bringing up one guest on %s (%u threads)\n\n", mmp_version(),
                mmp_arch_name(f->arch), o.threads);
@@ -625,19 +625,21 @@ static int run(int argc, char **argv)
             print_table_text(&tabs[i]);
     }
 
-    if (o.plot) {
+    if (plot_out) {
         const struct table_result *s2 = NULL;
         for (int i = 0; i < 2; i++)
             if (tabs[i].layout.cfg.format == MMP_PT_ARM64_S2 && tabs[i].have_pt)
                 s2 = &tabs[i];
-        int prc = s2 ? plot_layout(o.plot, s2) : -MMP_ENOENT;
-        if (prc) {
+        int prc = s2 ? plot_layout(plot_out, s2) : -MMP_ENOENT;
+        if (prc)
+            cli_error("demo", "--plot '%s': %s", o.plot,
+                      prc == -MMP_ENOENT ? "no stage-2 table" : mmp_strerror(prc));
+        if (cli_plot_close("demo", o.plot, plot_out) || prc) {
             for (int i = 0; i < 2; i++)
                 if (tabs[i].have_pt)
                     mmp_pt_fini(&tabs[i].pt);
             guest_ram_release(&ram);
-            return cli_error("demo", "--plot '%s': %s", o.plot,
-                             prc == -MMP_ENOENT ? "no stage-2 table" : strerror(-prc));
+            return 1;
         }
     }
 

@@ -99,7 +99,8 @@ void guest_ram_dirty(struct guest_ram *ram, unsigned threads, struct progress *p
     threads = threads < 1 ? 1 : threads > MAX ? MAX : threads;
     /* The first touch faults the memory in: spread it over the CPUs too. */
     for (unsigned t = 0; t < threads; t++)
-        span[t] = (struct dirty_span){ram->base, words * t / threads, words * (t + 1) / threads, pr};
+        span[t] = (struct dirty_span){ram->base, words * t / threads,
+                                      words * (t + 1) / threads, pr};
     if (pr)
         progress_update(pr, 0, ram->len);
     for (unsigned t = 1; t < threads; t++)

@@ -117,6 +117,23 @@ void cli_print_wrapped(const char *head, int indent, const char *text)
     printf("\n");
 }
 
+FILE *cli_plot_open(const char *cmd, const char *path)
+{
+    FILE *out = fopen(path, "w");
+    if (!out)
+        cli_error(cmd, "--plot '%s': %s", path, strerror(errno));
+    return out;
+}
+
+int cli_plot_close(const char *cmd, const char *path, FILE *out)
+{
+    errno = 0;
+    int bad = ferror(out);
+    if (fclose(out) || bad)
+        return cli_error(cmd, "--plot '%s': %s", path, strerror(errno ? errno : EIO));
+    return 0;
+}
+
 const char *cli_machine(void)
 {
     static char buf[64];

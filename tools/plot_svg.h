@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * SVG pictures the mmport command draws itself (no plotting dependency):
- * a line chart with a log-2 x axis (bench clear --plot), grouped bars on a
- * log y axis in stacked panels (bench map --plot) and horizontal strips of
+ * a line chart with a log-2 x axis (bench clear --plot), grouped bars in
+ * stacked panels (bench map / fault / dirty --plot) and horizontal strips of
  * coloured extents (demo --plot). Every series / strip is a
  * <g class="series|strip" data-name="..."> so tests can find it.
  */
 #ifndef MMPORT_TOOLS_PLOT_SVG_H
 #define MMPORT_TOOLS_PLOT_SVG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,12 +43,12 @@ struct svg_panel {
     const struct svg_series *s;
 };
 
-/* Panels stacked over one row of categories, each with its own log-10
- * y axis over the same decades (y > 0); a bar's tooltip is
- * "<category> <series>: <y> <yunit>". */
-void svg_bars_logy(FILE *out, const char *title, const char *ylabel, const char *yunit,
-                   const char *const *cats, size_t ncats, const struct svg_panel *p, size_t np,
-                   const char *const *legend, size_t nlegend);
+/* Panels stacked over one row of categories, each with its own y axis
+ * over the same range (logy: log-10, whole decades, y > 0; else from 0);
+ * a bar's tooltip is "<category> <series>: <y> <yunit>". */
+void svg_bars(FILE *out, const char *title, const char *ylabel, const char *yunit, bool logy,
+              const char *const *cats, size_t ncats, const struct svg_panel *p, size_t np,
+              const char *const *legend, size_t nlegend);
 
 /* One extent of a strip: [start, start+size) of a kind (index into the
  * kinds given to svg_strips), with a tooltip. */

@@ -327,40 +327,65 @@ then ok "bench map --pattern vmalloc --plot: valid SVG, one line per mode"
 else
     ko "bench map --plot: exit $rc $(cat "$tmp/err")"
 fi
-# The default run: a panel per operation, a bar per format of each policy,
-# each bar's tooltip the figure of the JSON row, taller for a larger one.
-run bench map --reps 1 --json --plot "$tmp/formats.svg"
-if [ $rc = 0 ] && python3 - "$tmp/formats.svg" "$tmp/out" <<'PY'
-import json, sys, xml.etree.ElementTree as ET
-ns = "{http://www.w3.org/2000/svg}"
-root = ET.parse(sys.argv[1]).getroot()
-rows = {(r["format"], r["op"] + " " + r["leaf_policy"]): r["ns_per_page"] for r in json.load(open(sys.argv[2]))}
-panels = [g for g in root.iter(ns + "g") if g.get("class") == "panel"]
-assert [p.get("data-name") for p in panels] == ["map", "protect", "unmap"], panels
-bars = {}
-for p in panels:
-    heights = []
-    for g in p.iter(ns + "g"):
-        if g.get("class") != "series":
+# Bar charts (bench map, fault, dirty --plot): $tmp/bars.py reads one back
+# as {(category, series): value} from the bars' tooltips, checking on the
+# way that each bar sits in its series' panel and that within a panel a
+# larger value has a taller bar.
+cat > "$tmp/bars.py" <<'PY'
+import xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+def bars(path):
+    root = ET.parse(path).getroot()
+    panels, out = [], {}
+    for p in root.iter(NS + "g"):
+        if p.get("class") != "panel":
             continue
-        assert g.get("data-name").startswith(p.get("data-name") + " "), g.get("data-name")
-        for r in g.findall(ns + "rect"):
-            fmt, rest = r.find(ns + "title").text.split(" ", 1)
-            series, value = rest.split(": ")
-            assert series == g.get("data-name"), (series, g.get("data-name"))
-            bars[(fmt, series)] = float(value.split()[0])
-            heights.append((float(value.split()[0]), float(r.get("height"))))
-    heights.sort()
-    assert all(a[1] <= b[1] + 0.05 for a, b in zip(heights, heights[1:])), heights
-assert sorted(bars) == sorted(rows), set(bars) ^ set(rows)
-assert all(abs(bars[k] - rows[k]) <= 0.0006 for k in rows), [(k, bars[k], rows[k]) for k in rows if abs(bars[k] - rows[k]) > 0.0006]
-assert "family" in root.find(ns + "text").text or "implementer" in root.find(ns + "text").text
-print(len(bars), "bars")
+        panels.append(p.get("data-name"))
+        heights = []
+        for g in p.iter(NS + "g"):
+            if g.get("class") != "series":
+                continue
+            name = g.get("data-name")
+            for r in g.findall(NS + "rect"):
+                left, value = r.find(NS + "title").text.rsplit(": ", 1)
+                assert left.endswith(" " + name), (left, name)
+                v = float(value.split()[0])
+                out[(left[:-len(name) - 1], name)] = v
+                heights.append((v, float(r.get("height"))))
+        heights.sort()
+        assert all(a[1] <= b[1] + 0.05 for a, b in zip(heights, heights[1:])), heights
+    title = root.find(NS + "text").text
+    assert "family" in title or "implementer" in title, title  # the machine
+    return panels, out
+def same(got, want, tol):
+    assert sorted(got) == sorted(want), set(got) ^ set(want)
+    bad = [(k, got[k], want[k]) for k in want if abs(got[k] - want[k]) > tol * max(1, abs(want[k]))]
+    assert not bad, bad
 PY
-then ok "bench map --plot: valid SVG, map/protect/unmap panels, a bar per row of the run (its figure, height by value), the machine in the title"
-else
-    ko "bench map --plot (default run): exit $rc $(cat "$tmp/err")"
-fi
+bars_check() { # bars_check <description> <python using panels, got, rows>: on $tmp/out, $tmp/p.svg
+    d=$1
+    if [ $rc = 0 ] && python3 -c "import json, sys; sys.path.insert(0, sys.argv[1]); from bars import *
+panels, got = bars(sys.argv[2]); rows = json.load(open(sys.argv[3]))
+$2" "$tmp" "$tmp/p.svg" "$tmp/out"; then ok "$d"; else ko "$d: exit $rc $(cat "$tmp/err")"; fi
+}
+# The default bench map run: a panel per operation, a bar per format and
+# policy with the figure of its JSON row.
+run bench map --reps 1 --json --plot "$tmp/p.svg"
+bars_check "bench map --plot: valid SVG, map/protect/unmap panels, a bar per JSON row with its figure, the machine in the title" '
+assert panels == ["map", "protect", "unmap"], panels
+same(got, {(r["format"], r["op"] + " " + r["leaf_policy"]): r["ns_per_page"] for r in rows}, 0.0006)'
+run bench fault --faults 4K --reps 1 --json --plot "$tmp/p.svg"
+bars_check "bench fault --plot: a panel per format, a bar per thread count and mode with its figure (M faults/s)" '
+assert panels == ["arm64-s2-4k", "x86-ept"], panels
+same(got, {("%d thread%s" % (r["threads"], "s" if r["threads"] > 1 else ""), r["format"] + " " + r["mode"]): r["faults_per_s"] / 1e6 for r in rows}, 1e-4)'
+run bench dirty --size 1G --json --plot "$tmp/p.svg"
+bars_check "bench dirty --plot: harvest and lookups per dirty fraction with their figures" '
+assert panels == ["x86-64, hardware tracking"], panels
+want = {}
+for r in rows["rows"]:
+    want[("%g%% dirty" % r["dirty_pct"], "harvest")] = r["harvest_ms"]
+    want[("%g%% dirty" % r["dirty_pct"], "lookups")] = r["lookup_ms"]
+same(got, want, 0.002)'
 says "--plot does not apply to --depth" bench map --depth --plot "$tmp/x.svg"
 run demo --ram 64M --threads 1 --plot "$tmp/demo.svg"
 if [ $rc = 0 ] && python3 - "$tmp/demo.svg" <<'PY'
@@ -384,6 +409,10 @@ then ok "demo --plot: valid SVG, the guest space and every region as strips of b
 else
     ko "demo --plot: exit $rc $(cat "$tmp/err")"
 fi
+run demo --ram 64M --plot /nonexistent/x.svg
+[ $rc = 1 ] && [ "$(cat "$tmp/err")" = "mmport demo: --plot '/nonexistent/x.svg': No such file or directory" ] && [ ! -s "$tmp/out" ] &&
+    ok "demo --plot <unwritable>: exit 1 before the demo runs, '$(cat "$tmp/err")'" ||
+    ko "demo --plot <unwritable>: exit $rc, $(cat "$tmp/err") $(head -2 "$tmp/out")"
 run bench clear --sizes 4K --reps 1 --plot /nonexistent/x.svg
 [ $rc = 1 ] && grep -q "^mmport bench clear: --plot '/nonexistent/x.svg': No such file" "$tmp/err" && [ ! -s "$tmp/out" ] &&
     ok "bench clear --plot <unwritable>: exit 1 before measuring, '$(cat "$tmp/err")'" ||
