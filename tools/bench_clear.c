@@ -308,6 +308,7 @@ static int run(int argc, char **argv)
     };
     static const char cmd[] = "bench clear";
     const char *plot = NULL;
+    bool quick = false, reps_given = false;
     int c;
     unsigned long long v;
     cli_getopt_start();
@@ -315,12 +316,13 @@ static int run(int argc, char **argv)
         switch (c) {
         case 'h': return fputs(usage, stdout), 0;
         case 'j': json = true; break;
-        case 'q': reps = 2; break;
+        case 'q': quick = true; break;
         case 'p': plot = optarg; break;
         case 'r':
             if (!cli_parse_size(optarg, &v) || !v || v > 100)
                 return cli_usage_error(cmd, "--reps '%s': want 1..100", optarg);
             reps = (unsigned)v;
+            reps_given = true;
             break;
         case 's': {
             char *save = NULL;
@@ -344,6 +346,10 @@ static int run(int argc, char **argv)
     }
     if ((c = cli_no_operands(cmd, argc, argv)))
         return c;
+    if (quick && reps_given)
+        return cli_usage_error(cmd, "--quick and --reps exclude each other (--quick is --reps 2)");
+    if (quick)
+        reps = 2;
     FILE *plot_out = plot ? cli_plot_open(cmd, plot) : NULL;
     if (plot && !plot_out)
         return 1;

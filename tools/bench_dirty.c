@@ -170,6 +170,7 @@ static int run(int argc, char **argv)
     uint64_t words = (npages + 63) / 64, *bm = malloc(words * 8);
     if (pool.buf == MAP_FAILED || !bm)
         return cli_error(cmd, "out of memory for %llu table bytes", (unsigned long long)pool.cap);
+    progress_start(&bd_pr, "bench dirty", "B"); /* the pre-fault takes a while too */
     memset(pool.buf, 0, pool.cap); /* pre-fault */
     memset(bm, 0, words * 8);
     struct mmp_pt_ops ops = {.alloc_table = p_alloc, .free_table = p_free, .phys_to_virt = NULL, .tlb_flush = p_flush, .ctx = NULL};
@@ -178,10 +179,10 @@ static int run(int argc, char **argv)
     uint64_t va0 = 1ull << 30, pa0 = 1ull << 36; /* fake output range */
     if (!rc)
         rc = mmp_pt_map(&pt, va0, pa0, size, MMP_PROT_READ | MMP_PROT_WRITE, 0);
-    if (rc)
+    if (rc) {
+        progress_finish(&bd_pr);
         return cli_error(cmd, "map: %s", mmp_strerror(rc));
-
-    progress_start(&bd_pr, "bench dirty", "B");
+    }
     struct chunks ch = {progress_now(), 0, 0};
     double t0 = ch.last;
     struct mmp_track_opts o = {0, on_chunk, &ch, NULL};

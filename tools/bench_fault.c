@@ -296,6 +296,8 @@ static int run(int argc, char **argv)
             only = optarg;
             if (!cli_pt_format(only))
                 return cli_usage_error(cmd, "--format '%s': unknown format", only);
+            if (strcmp(only, "arm64-s2-4k") && strcmp(only, "x86-ept"))
+                return cli_usage_error(cmd, "--format '%s': want arm64-s2-4k or x86-ept", only);
             break;
         case 'n':
             if (!cli_parse_size(optarg, &v) || v < 1024 || v > GUEST / PG)

@@ -606,6 +606,9 @@ static int run(int argc, char **argv)
                                vmalloc ? "--pattern vmalloc" : "--depth");
     if (depth && only)
         return cli_usage_error(cmd, "--format does not apply to --depth");
+    if (vmalloc && only && strcmp(only, "x86-64") && strcmp(only, "arm64-4k"))
+        return cli_usage_error(cmd, "--format '%s': --pattern vmalloc runs x86-64 or arm64-4k",
+                               only);
     if (depth && plot)
         return cli_usage_error(cmd, "--plot does not apply to --depth");
     FILE *plot_out = plot ? cli_plot_open(cmd, plot) : NULL;

@@ -499,8 +499,11 @@ static void print_policy_text(const struct mmp_clear_policy *p, const char *kern
     snprintf(why, sizeof why, "   why      quirk row: %s%s", p->quirk ? p->quirk : "none matched",
              p->quirk_why ? ": " : "");
     cli_print_wrapped(why, 12, p->quirk_why ? p->quirk_why : "");
-    printf("            policy source: %s; AUTO switches to %s from %" PRIu64 " KiB (from %s)\n",
-           p->source, p->cold, p->cold_min >> 10, p->cold_min_from);
+    char src[512];
+    snprintf(src, sizeof src,
+             "policy source: %s; AUTO switches to %s from %" PRIu64 " KiB (from %s)", p->source,
+             p->cold, p->cold_min >> 10, p->cold_min_from);
+    cli_print_wrapped("            ", 12, src);
 }
 
 static void print_policy_json(const struct mmp_clear_policy *p, const char *kernel)

@@ -117,6 +117,10 @@ says "--size 'big': not a size" tune --size=big
 says "--mode needs --pattern vmalloc" bench map --mode lazy
 says "--pages '3': want 1, 4, 16, 64, 256 or 512" bench map --pattern vmalloc --pages 3
 says "--heap does not apply to --pattern vmalloc" bench map --pattern vmalloc --heap
+# An option that would select nothing, or that another one overrides, is an error.
+says "--format 'x86-ept': --pattern vmalloc runs x86-64 or arm64-4k" bench map --pattern vmalloc --format x86-ept
+says "--format 'x86-64': want arm64-s2-4k or x86-ept" bench fault --format x86-64
+says "--quick and --reps exclude each other" bench clear --quick --reps 3
 says "--sizes: '3K' is not a multiple of 4K" bench clear --sizes=4K,3K
 says "--reps '0': want 1..100" bench clear --reps 0
 run info --json --
@@ -199,6 +203,10 @@ run ptdump --image "$tmp/img" --base 0x100000 --root 0x101000 --format x86-64 --
 says "--root 0x50000: outside the image" ptdump --image "$tmp/img" --base 0x100000 --root 0x50000 --format x86-64
 says "--image needs --root" ptdump --image "$tmp/img"
 says "--root 0x101800: not aligned" ptdump --image "$tmp/img" --base 0x100000 --root 0x101800
+says "--no-blocks and --no-cont only go with --map" ptdump --image "$tmp/img" --base 0x100000 --root 0x101000 --no-blocks
+run ptdump --image /dev/null --root 0
+[ $rc = 1 ] && [ "$(cat "$tmp/err")" = "mmport ptdump: --image '/dev/null': empty file" ] &&
+    ok "ptdump --image <empty>: '$(cat "$tmp/err")'" || ko "ptdump --image <empty>: exit $rc '$(cat "$tmp/err")'"
 
 # ptdump: the leaves follow from alignment.
 run ptdump --format arm64-4k --map 0x40000000:0x80000000:4M --map 0x9000000:0x9000000:64K:rw,device
@@ -255,7 +263,7 @@ if command -v script > /dev/null; then
     reps=3
     while :; do
         t0=$(date +%s.%N)
-        script -qfc "$M bench clear --quick --sizes 4K,64M,256M --reps $reps" /dev/null > "$tmp/tty" 2>&1
+        script -qfc "$M bench clear --sizes 4K,64M,256M --reps $reps" /dev/null > "$tmp/tty" 2>&1
         t1=$(date +%s.%N)
         secs=$(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }')
         awk -v s="$secs" 'BEGIN { exit !(s < 2) }' && [ $reps -lt 96 ] || break
@@ -291,7 +299,7 @@ else
 fi
 
 # SVG pictures: well-formed XML with the expected series / strips.
-run bench clear --quick --sizes 4K,64K,2M --reps 1 --plot "$tmp/clear.svg"
+run bench clear --sizes 4K,64K,2M --reps 1 --plot "$tmp/clear.svg"
 if [ $rc = 0 ] && python3 - "$tmp/clear.svg" "$tmp/out" <<'PY'
 import sys, xml.etree.ElementTree as ET
 ns = "{http://www.w3.org/2000/svg}"
