@@ -2,7 +2,8 @@
 # Installs what checking mmport needs on Debian 12, if missing: the build
 # needs only the first three; the rest are test tools (clang, libcheck for
 # both arches, the aarch64 cross compiler, qemu, valgrind, groff/man for
-# the man pages, python3 for the JSON and SVG checks). Only `make check`,
+# the man pages, python3 for the JSON and SVG checks, debhelper for the
+# configure check). Only `make check`,
 # `make run`, `make fuzz`, `make deps` and .ci/run call it.
 # Idempotent; when everything is present it only looks (well under a second).
 set -e
@@ -33,6 +34,8 @@ need valgrind valgrind
 need groff groff-base
 need man man-db
 need python3 python3
+# the configure step runs Debian's own dh_auto_configure (native and cross)
+need dh_auto_configure debhelper
 need "$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a 2>/dev/null || echo /nonexistent)" libclang-rt-14-dev
 
 [ -z "$missing" ] && exit 0

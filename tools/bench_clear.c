@@ -246,7 +246,7 @@ static int first_touch(struct first_touch *ft, unsigned long long bytes, unsigne
 }
 
 /* --plot: GB/s against size, one series per method, LLC and cold_min marked. */
-static int plot_results(FILE *out, const struct result *r, size_t nr,
+static void plot_results(FILE *out, const struct result *r, size_t nr,
                         const struct method *m, size_t nm, const unsigned long long *sizes,
                         size_t ns, unsigned cpus, const struct mmp_clear_policy *pol)
 {
@@ -284,12 +284,9 @@ static int plot_results(FILE *out, const struct result *r, size_t nr,
              (unsigned long long)pol->cold_min >> 10, pol->cold);
     /* cold_min first: without an LLC figure only it is marked */
     struct svg_marker mk[2] = {{(double)pol->cold_min, cm}, {(double)f->llc_bytes, llc}};
-    snprintf(title, sizeof title, "mmport bench clear: %s family 0x%x model 0x%x", f->vendor,
-             f->family, f->model);
-    svg_chart(out, title, "bytes per call (log scale)", "GB/s (best of the repetitions)", "GB/s", sr, nsr,
-              mk, f->llc_bytes ? 2 : 1);
-    int bad = ferror(out);
-    return fclose(out) || bad ? (errno ? errno : EIO) : 0;
+    snprintf(title, sizeof title, "mmport bench clear: %s", cli_machine());
+    svg_chart(out, title, "bytes per call (log scale)", "GB/s (best of the repetitions)",
+              "GB/s", sr, nsr, mk, f->llc_bytes ? 2 : 1);
 }
 
 static int run(int argc, char **argv)
@@ -311,6 +308,7 @@ static int run(int argc, char **argv)
     };
     static const char cmd[] = "bench clear";
     const char *plot = NULL;
+    bool quick = false, reps_given = false;
     int c;
     unsigned long long v;
     cli_getopt_start();
@@ -318,12 +316,13 @@ static int run(int argc, char **argv)
         switch (c) {
         case 'h': return fputs(usage, stdout), 0;
         case 'j': json = true; break;
-        case 'q': reps = 2; break;
+        case 'q': quick = true; break;
         case 'p': plot = optarg; break;
         case 'r':
             if (!cli_parse_size(optarg, &v) || !v || v > 100)
                 return cli_usage_error(cmd, "--reps '%s': want 1..100", optarg);
             reps = (unsigned)v;
+            reps_given = true;
             break;
         case 's': {
             char *save = NULL;
@@ -347,10 +346,13 @@ static int run(int argc, char **argv)
     }
     if ((c = cli_no_operands(cmd, argc, argv)))
         return c;
-    /* opened first: a plot that cannot be written fails before the minutes of measuring */
-    FILE *plot_out = plot ? fopen(plot, "w") : NULL;
+    if (quick && reps_given)
+        return cli_usage_error(cmd, "--quick and --reps exclude each other (--quick is --reps 2)");
+    if (quick)
+        reps = 2;
+    FILE *plot_out = plot ? cli_plot_open(cmd, plot) : NULL;
     if (plot && !plot_out)
-        return cli_error(cmd, "--plot '%s': %s", plot, strerror(errno));
+        return 1;
 
     struct mmp_clear_policy pol;
     mmp_clear_policy(&pol);
@@ -426,8 +428,8 @@ static int run(int argc, char **argv)
         rout = stderr;
     } else {
         const struct mmp_cpu_features *f = mmp_cpu_features();
-        printf("mmport bench clear: %s family 0x%x model 0x%x, LLC %llu KiB\n", f->vendor,
-               f->family, f->model, (unsigned long long)f->llc_bytes >> 10);
+        printf("mmport bench clear: %s, LLC %llu KiB\n", cli_machine(),
+               (unsigned long long)f->llc_bytes >> 10);
         printf("policy: hot %s, cold %s from %llu KiB; quirk row %s\npolicy source: %s\n",
                pol.hot, pol.cold, (unsigned long long)pol.cold_min >> 10,
                pol.quirk ? pol.quirk : "none", pol.source);
@@ -475,9 +477,9 @@ static int run(int argc, char **argv)
     }
     ratios(rout, res, nr, sizes, ns, cpus, &ft);
     if (plot) {
-        int rc = plot_results(plot_out, res, nr, methods, nm, sizes, ns, cpus, &pol);
-        if (rc)
-            return cli_error(cmd, "--plot '%s': %s", plot, strerror(rc));
+        plot_results(plot_out, res, nr, methods, nm, sizes, ns, cpus, &pol);
+        if (cli_plot_close(cmd, plot, plot_out))
+            return 1;
         fprintf(rout, "plot: %s\n", plot);
     }
     fprintf(rout, "\n(%.1f s)\n", elapsed);

@@ -17,6 +17,7 @@
 #include <mmport/mmport.h>
 
 #include "cli.h"
+#include "plot_svg.h"
 #include "progress.h"
 #include "pt_formats.h"
 
@@ -98,16 +99,38 @@ static int dirty_state(const struct mmp_pt_leaf *l, bool hw, const struct mmp_pt
     return !(l->desc >> 7 & 1);
 }
 
+/* --plot: harvest and the lookup baseline in ms per dirty fraction, as bars
+ * on a log axis. */
+static void plot_dirty(FILE *out, const char *fname, const char *mode, unsigned long long size,
+                       const double *pct, const double *h_ms, const double *l_ms)
+{
+    static const char *const names[2] = {"harvest", "lookups"};
+    char cats[3][24], panel[64], title[200];
+    const char *cp[3];
+    double x[3], y[2][3];
+    for (int r = 0; r < 3; r++) {
+        snprintf(cats[r], sizeof cats[r], "%g%% dirty", pct[r]);
+        cp[r] = cats[r], x[r] = r, y[0][r] = h_ms[r], y[1][r] = l_ms[r];
+    }
+    struct svg_series s[2] = {{names[0], 3, x, y[0]}, {names[1], 3, x, y[1]}};
+    snprintf(panel, sizeof panel, "%s, %s tracking", fname, mode);
+    struct svg_panel p = {panel, 2, s};
+    snprintf(title, sizeof title, "mmport bench dirty: %llu GiB of 2 MiB blocks (%s)", size >> 30,
+             cli_machine());
+    svg_bars(out, title, "ms per pass (log scale)", "ms", true, cp, 3, &p, 1, names, 2);
+}
+
 static int run(int argc, char **argv)
 {
     static const char cmd[] = "bench dirty";
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'j'},     {"format", required_argument, NULL, 'f'},
         {"size", required_argument, NULL, 's'}, {"sw", no_argument, NULL, 'w'},
-        {"help", no_argument, NULL, 'h'},     {NULL, 0, NULL, 0},
+        {"plot", required_argument, NULL, 'p'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     bool json = false, hw = true;
-    const char *fname = "x86-64";
+    const char *fname = "x86-64", *plot = NULL;
     unsigned long long size = 64ull << 30;
     int c;
     cli_getopt_start();
@@ -116,6 +139,7 @@ static int run(int argc, char **argv)
         case 'h': return fputs(cli_bench_dirty.usage, stdout), 0;
         case 'j': json = true; break;
         case 'w': hw = false; break;
+        case 'p': plot = optarg; break;
         case 'f': fname = optarg; break;
         case 's':
             if (!cli_parse_size(optarg, &size) || !size || size % (1ull << 30))
@@ -133,6 +157,9 @@ static int run(int argc, char **argv)
     if (k.granule != 4096)
         return cli_usage_error(cmd, "--format '%s': a 4 KiB-granule format (2 MiB blocks)",
                                fname);
+    FILE *plot_out = plot ? cli_plot_open(cmd, plot) : NULL;
+    if (plot && !plot_out)
+        return 1;
     k.max_leaf = 2u << 20; /* 2 MiB blocks, no 1 GiB ones, no runs of blocks */
     if (hw)
         k.flags |= MMP_PT_TRACK_HW | (k.format == MMP_PT_X86_EPT ? MMP_PT_EPT_AD : 0);
@@ -143,6 +170,7 @@ static int run(int argc, char **argv)
     uint64_t words = (npages + 63) / 64, *bm = malloc(words * 8);
     if (pool.buf == MAP_FAILED || !bm)
         return cli_error(cmd, "out of memory for %llu table bytes", (unsigned long long)pool.cap);
+    progress_start(&bd_pr, "bench dirty", "B"); /* the pre-fault takes a while too */
     memset(pool.buf, 0, pool.cap); /* pre-fault */
     memset(bm, 0, words * 8);
     struct mmp_pt_ops ops = {.alloc_table = p_alloc, .free_table = p_free, .phys_to_virt = NULL, .tlb_flush = p_flush, .ctx = NULL};
@@ -151,10 +179,10 @@ static int run(int argc, char **argv)
     uint64_t va0 = 1ull << 30, pa0 = 1ull << 36; /* fake output range */
     if (!rc)
         rc = mmp_pt_map(&pt, va0, pa0, size, MMP_PROT_READ | MMP_PROT_WRITE, 0);
-    if (rc)
+    if (rc) {
+        progress_finish(&bd_pr);
         return cli_error(cmd, "map: %s", mmp_strerror(rc));
-
-    progress_start(&bd_pr, "bench dirty", "B");
+    }
     struct chunks ch = {progress_now(), 0, 0};
     double t0 = ch.last;
     struct mmp_track_opts o = {0, on_chunk, &ch, NULL};
@@ -190,8 +218,8 @@ static int run(int argc, char **argv)
             struct mmp_pt_leaf l;
             if (mmp_pt_lookup(&pt, va0 + (i << 12), &l) == 0 && dirty_state(&l, hw, &k))
                 seen++;
-            if (!(i & 0xfffff))
-                progress_update(&bd_pr, i, npages);
+            if (!(i & 0xfffff)) /* bytes of the range looked up */
+                progress_update(&bd_pr, i << 12, size);
         }
         l_ms[r] = (progress_now() - b0) * 1e3;
         double h0 = progress_now();
@@ -210,6 +238,11 @@ static int run(int argc, char **argv)
     free(bm);
 
     const char *mode = hw ? "hardware" : "software";
+    if (plot_out) {
+        plot_dirty(plot_out, fname, mode, size, pct, h_ms, l_ms);
+        if (cli_plot_close(cmd, plot, plot_out))
+            return 1;
+    }
     if (json) {
         printf("{\"bench\":\"dirty\",\"format\":");
         cli_json_string(stdout, fname);
@@ -248,13 +281,16 @@ static int run(int argc, char **argv)
 const struct cli_command cli_bench_dirty = {
     .name = "dirty",
     .summary = "dirty-log start and harvest vs per-page lookups",
-    .usage = "usage: mmport bench dirty [--json] [--format F] [--size 64G] [--sw]\n\n"
+    .usage = "usage: mmport bench dirty [--json] [--format F] [--size 64G] [--sw]\n"
+             "                          [--plot FILE]\n\n"
              "Maps --size bytes (64 GiB) with 2 MiB blocks to a fake output range (4 KiB-\n"
              "granule formats; default x86-64), times mmp_pt_track_start (split to 4 KiB\n"
              "pages and arm, in 1 GiB chunks: the longest chunk is what a yield bounds),\n"
              "then dirties 0.1%, 1% and 10% of the pages with mmp_pt_dirty_fault and times\n"
              "one mmp_pt_track_harvest pass each against a baseline that reads every page\n"
              "with mmp_pt_lookup. Hardware tracking (MMP_PT_TRACK_HW) unless --sw.\n"
-             "Targets: harvest of 1% of 64 GiB <= 20 ms and >= 20x the baseline.\n",
+             "Targets: harvest of 1% of 64 GiB <= 20 ms and >= 20x the baseline.\n"
+             "--plot FILE also writes an SVG chart: harvest and baseline (lookups) ms per\n"
+             "dirty fraction as bars on a log axis.\n",
     .run = run,
 };

@@ -26,6 +26,7 @@
 
 #include "atomic.h"
 #include "cli.h"
+#include "plot_svg.h"
 #include "progress.h"
 #include "pt_formats.h"
 
@@ -251,6 +252,44 @@ static void print_result(const struct result *x, bool json, bool *first)
     *first = false;
 }
 
+/* --plot: millions of faults per second as bars, a panel per format, a
+ * group per thread count, a bar per mode. */
+#define NF 2
+static void plot_faults(FILE *out, const char *const *fmts, const bool *ran, unsigned maxt,
+                        unsigned long long faults, double (*fps)[3][65])
+{
+    static char cats[64][16], names[NF][3][40];
+    static double x[NF][3][64], y[NF][3][64];
+    static const char *cp[64];
+    struct svg_series sr[NF][3];
+    struct svg_panel pn[NF];
+    size_t np = 0;
+    for (unsigned t = 1; t <= maxt; t++) {
+        snprintf(cats[t - 1], sizeof cats[t - 1], "%u thread%s", t, t > 1 ? "s" : "");
+        cp[t - 1] = cats[t - 1];
+    }
+    for (size_t f = 0; f < NF; f++) {
+        if (!ran[f])
+            continue;
+        for (int m = 0; m < 3; m++) {
+            size_t n = 0;
+            for (unsigned t = 1; t <= maxt; t++)
+                if (fps[f][m][t] > 0)
+                    x[f][m][n] = t - 1, y[f][m][n++] = fps[f][m][t] / 1e6;
+            snprintf(names[f][m], sizeof names[f][m], "%s %s", fmts[f], mode_names[m]);
+            sr[np][m] = (struct svg_series){names[f][m], n, x[f][m], y[f][m]};
+        }
+        pn[np] = (struct svg_panel){fmts[f], 3, sr[np]};
+        np++;
+    }
+    char title[200];
+    snprintf(title, sizeof title,
+             "mmport bench fault: %llu faults, 4 KiB each, best of the reps (%s)", faults,
+             cli_machine());
+    svg_bars(out, title, "million faults per second (all threads)", "M faults/s", false, cp, maxt,
+             pn, np, mode_names, 3);
+}
+
 static void target(const char *what, double got, double want)
 {
     printf("  %-44s %5.2fx  (target >= %.2fx: %s)\n", what, got, want,
@@ -264,11 +303,11 @@ static int run(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},       {"format", required_argument, NULL, 'f'},
         {"faults", required_argument, NULL, 'n'}, {"threads", required_argument, NULL, 't'},
         {"reps", required_argument, NULL, 'r'}, {"collisions", required_argument, NULL, 'c'},
-        {"no-pin", no_argument, NULL, 'P'},     {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"no-pin", no_argument, NULL, 'P'},     {"plot", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
     };
     bool json = false, pinning = true;
-    const char *only = NULL;
+    const char *only = NULL, *plot = NULL;
     unsigned long long v, faults = 1u << 18, reps = 3, coll = 3, maxt = 2;
     int c;
     cli_getopt_start();
@@ -277,10 +316,13 @@ static int run(int argc, char **argv)
         case 'h': return fputs(cli_bench_fault.usage, stdout), 0;
         case 'j': json = true; break;
         case 'P': pinning = false; break;
+        case 'p': plot = optarg; break;
         case 'f':
             only = optarg;
             if (!cli_pt_format(only))
                 return cli_usage_error(cmd, "--format '%s': unknown format", only);
+            if (strcmp(only, "arm64-s2-4k") && strcmp(only, "x86-ept"))
+                return cli_usage_error(cmd, "--format '%s': want arm64-s2-4k or x86-ept", only);
             break;
         case 'n':
             if (!cli_parse_size(optarg, &v) || v < 1024 || v > GUEST / PG)
@@ -311,11 +353,16 @@ static int run(int argc, char **argv)
         for (int i = 0; i < CPU_SETSIZE; i++)
             if (CPU_ISSET(i, &start_aff))
                 cpus[ncpus++] = i;
+    FILE *plot_out = plot ? cli_plot_open(cmd, plot) : NULL;
+    if (plot && !plot_out)
+        return 1;
     pool.buf = aligned_alloc(1u << 21, POOL_BYTES);
     if (!pool.buf)
         return cli_error(cmd, "no memory for the table pool");
     memset(pool.buf, 0, POOL_BYTES); /* pre-faulted */
-    static const char *const fmts[] = {"arm64-s2-4k", "x86-ept"};
+    static const char *const fmts[NF] = {"arm64-s2-4k", "x86-ept"};
+    static double best[NF][3][65], cpu[NF][3][65];
+    bool ran[NF] = {false};
     if (json)
         printf("[");
     else
@@ -324,11 +371,11 @@ static int run(int argc, char **argv)
     bool first = true;
     unsigned long errors = 0;
     progress_start(&bf_pr, cmd, NULL);
-    for (size_t f = 0; f < 2; f++) {
+    for (size_t f = 0; f < NF; f++) {
         if (only && strcmp(only, fmts[f]))
             continue;
+        ran[f] = true;
         const struct mmp_pt_config *cfg = &cli_pt_format(fmts[f])->cfg;
-        double best[3][65] = {{0}}, cpu[3][65] = {{0}};
         /* Interleaved repetitions: the machine's noise hits every mode alike. */
         for (unsigned long long rep = 0; rep < reps; rep++)
             for (unsigned t = 1; t <= maxt; t++)
@@ -338,25 +385,25 @@ static int run(int argc, char **argv)
                     double cns = 0;
                     double fps = one_run(cfg, m, t, faults, coll, 1234u + (unsigned)rep,
                                          &errors, &cns);
-                    if (fps > best[m][t])
-                        best[m][t] = fps;
-                    if (!cpu[m][t] || cns < cpu[m][t])
-                        cpu[m][t] = cns;
+                    if (fps > best[f][m][t])
+                        best[f][m][t] = fps;
+                    if (!cpu[f][m][t] || cns < cpu[f][m][t])
+                        cpu[f][m][t] = cns;
                 }
         progress_suspend(&bf_pr);
         for (unsigned t = 1; t <= maxt; t++)
             for (int m = 0; m < 3; m++)
                 if (!(m == M_EXCL && t > 1)) {
-                    struct result x = {fmts[f], t, m, best[m][t], cpu[m][t]};
+                    struct result x = {fmts[f], t, m, best[f][m][t], cpu[f][m][t]};
                     print_result(&x, json, &first);
                 }
         if (!json && maxt >= 2) {
-            target("shared 2 threads / shared 1 thread", best[M_SHARED][2] / best[M_SHARED][1],
-                   1.7);
-            target("shared 2 threads / locked 2 threads", best[M_SHARED][2] / best[M_LOCKED][2],
-                   1.5);
+            target("shared 2 threads / shared 1 thread",
+                   best[f][M_SHARED][2] / best[f][M_SHARED][1], 1.7);
+            target("shared 2 threads / locked 2 threads",
+                   best[f][M_SHARED][2] / best[f][M_LOCKED][2], 1.5);
             target("shared 1 thread / exclusive (within 10%)",
-                   best[M_SHARED][1] / best[M_EXCL][1], 0.9);
+                   best[f][M_SHARED][1] / best[f][M_EXCL][1], 0.9);
         }
         progress_resume(&bf_pr);
     }
@@ -364,6 +411,11 @@ static int run(int argc, char **argv)
     if (json)
         printf("\n]\n");
     free(pool.buf);
+    if (plot_out) {
+        plot_faults(plot_out, fmts, ran, (unsigned)maxt, faults, best);
+        if (cli_plot_close(cmd, plot, plot_out))
+            return 1;
+    }
     if (errors)
         return cli_error(cmd, "%lu faults failed (neither mapped nor -EEXIST)", errors);
     return 0;
@@ -374,7 +426,7 @@ const struct cli_command cli_bench_fault = {
     .summary = "second-stage faults from many threads: shared mode vs a lock",
     .usage =
         "usage: mmport bench fault [--json] [--format F] [--threads T] [--faults N]\n"
-        "                          [--collisions P] [--reps N] [--no-pin]\n\n"
+        "                          [--collisions P] [--reps N] [--no-pin] [--plot FILE]\n\n"
         "T threads (1..T, default 2) each fault 4 KiB pages, one mmp_pt_map of one page\n"
         "per fault, into one 4 GiB guest range of one table (arm64-s2-4k and x86-ept;\n"
         "--format picks one): --faults pages in all (default 256K), in random order,\n"
@@ -387,7 +439,9 @@ const struct cli_command cli_bench_fault = {
         "leaves the threads fewer cores than asked). Thread t is pinned to the t-th\n"
         "CPU of the affinity mask (round robin; --no-pin leaves placement to the\n"
         "scheduler). Best of --reps (default 3)\n"
-        "interleaved runs, a fresh table each. The targets of issue 13 are printed\n"
-        "beside the figures (wall-time ratios).\n",
+        "interleaved runs, a fresh table each. The targets are printed beside the\n"
+        "figures (wall-time ratios). --plot FILE also writes an SVG chart:\n"
+        "faults per second as bars, a panel per format, a group per thread count, a bar\n"
+        "per mode.\n",
     .run = run,
 };

@@ -190,24 +190,59 @@ static void print_row(const struct row *r, bool json, bool *first)
     *first = false;
 }
 
-static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
+static const char *const map_fmts[] = {"x86-64",         "x86-64-la57",   "x86-ept",
+                                       "x86-npt",        "arm64-4k",      "arm64-16k",
+                                       "arm64-64k",      "arm64-s2-4k",   "arm64-4k-lpa2",
+                                       "arm64-16k-lpa2", "arm64-64k-lpa"};
+#define NFMTS (sizeof map_fmts / sizeof map_fmts[0])
+#define NPOL (sizeof policies / sizeof policies[0])
+static const char *const op_names[3] = {"map", "protect", "unmap"};
+
+/* --plot: ns per page as bars, a panel per operation, a group of bars (one
+ * per leaf policy) per format of the run. */
+static void plot_formats(FILE *out, uint64_t bytes, int reps, const char *const *cats,
+                        size_t ncats, double x[3][NPOL][NFMTS], double y[3][NPOL][NFMTS],
+                        const size_t n[3][NPOL])
 {
+    static char names[3][NPOL][24];
+    struct svg_series sr[3][NPOL];
+    struct svg_panel pn[3];
+    const char *legend[NPOL];
+    for (int op = 0; op < 3; op++) {
+        pn[op] = (struct svg_panel){op_names[op], 0, sr[op]};
+        for (size_t p = 0; p < NPOL; p++) {
+            legend[p] = policies[p].name;
+            snprintf(names[op][p], sizeof names[op][p], "%s %s", op_names[op], policies[p].name);
+            /* the series keep their policy's index (colour), empty or not */
+            sr[op][p] = (struct svg_series){names[op][p], n[op][p], x[op][p], y[op][p]};
+        }
+        pn[op].ns = NPOL;
+    }
+    char title[200];
+    snprintf(title, sizeof title, "mmport bench map: %" PRIu64 " GiB per call, best of %d (%s)",
+             bytes >> 30, reps, cli_machine());
+    svg_bars(out, title, "ns per 4 KiB page (log scale)", "ns/4K-page", true, cats, ncats, pn, 3,
+             legend, NPOL);
+}
+
+static int bench_formats(const char *only, uint64_t bytes, int reps, bool json, FILE *plot)
+{
+    static double px[3][NPOL][NFMTS], py[3][NPOL][NFMTS];
+    size_t pn[3][NPOL] = {{0}}, ncats = 0;
+    const char *cats[NFMTS];
     bool first = true;
     if (json)
         printf("[");
     else
         printf("%-12s %-8s %-7s %10s %9s %9s %10s %5s %5s\n", "format", "op", "policy",
                "ns/4K-page", "tables", "min", "entries", "barr", "flush");
-    static const char *const fmts[] = {"x86-64",        "x86-64-la57",    "x86-ept",
-                                       "x86-npt",       "arm64-4k",       "arm64-16k",
-                                       "arm64-64k",     "arm64-s2-4k",    "arm64-4k-lpa2",
-                                       "arm64-16k-lpa2", "arm64-64k-lpa"};
-    for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
-        if (only && strcmp(only, fmts[f]) != 0)
+    for (size_t f = 0; f < NFMTS; f++) {
+        if (only && strcmp(only, map_fmts[f]) != 0)
             continue;
-        const struct cli_pt_format *fmt = cli_pt_format(fmts[f]);
+        cats[ncats++] = map_fmts[f];
+        const struct cli_pt_format *fmt = cli_pt_format(map_fmts[f]);
         bool arm = fmt->cfg.format == MMP_PT_ARM64_S1 || fmt->cfg.format == MMP_PT_ARM64_S2;
-        for (size_t p = 0; p < sizeof policies / sizeof policies[0]; p++) {
+        for (size_t p = 0; p < NPOL; p++) {
             if (policies[p].arm_only && !arm)
                 continue;
             struct row rows[3];
@@ -216,13 +251,12 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
                 struct mmp_pt pt;
                 struct mmp_pt_ops ops = bench_ops(false);
                 if (mmp_pt_init(&pt, &fmt->cfg, use_heap ? NULL : &ops))
-                    return cli_error("bench map", "cannot create a %s table", fmts[f]);
+                    return cli_error("bench map", "cannot create a %s table", map_fmts[f]);
                 struct mmp_pt_info inf;
                 mmp_pt_info(&pt, &inf);
                 /* 52-bit layouts: output addresses with the moved OA bits set. */
                 uint64_t va = 1ull << 30;
                 uint64_t pa = fmt->cfg.pa_bits == 52 ? 0xc000100000000ull : 4ull << 30;
-                const char *opn[3] = {"map", "protect", "unmap"};
                 for (int op = 0; op < 3; op++) {
                     struct mmp_pt_stats s0, s1;
                     mmp_pt_stats(&pt, &s0);
@@ -233,12 +267,13 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
                                        : mmp_pt_unmap(&pt, va, bytes);
                     double t = now_ns() - t0;
                     if (rc)
-                        return cli_error("bench map", "%s %s: %s", fmts[f], opn[op], mmp_strerror(rc));
+                        return cli_error("bench map", "%s %s: %s", map_fmts[f], op_names[op],
+                                         mmp_strerror(rc));
                     mmp_pt_stats(&pt, &s1);
                     if (t < best[op]) {
                         best[op] = t;
-                        rows[op].format = fmts[f];
-                        rows[op].op = opn[op];
+                        rows[op].format = map_fmts[f];
+                        rows[op].op = op_names[op];
                         rows[op].policy = policies[p].name;
                         rows[op].bytes = bytes;
                         rows[op].ns_per_page = t / (double)(bytes / 4096);
@@ -257,13 +292,18 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json)
                 mmp_pt_fini(&pt);
             }
             progress_suspend(&bm_pr);
-            for (int op = 0; op < 3; op++)
+            for (int op = 0; op < 3; op++) {
                 print_row(&rows[op], json, &first);
+                px[op][p][pn[op][p]] = (double)(ncats - 1);
+                py[op][p][pn[op][p]++] = rows[op].ns_per_page;
+            }
             progress_resume(&bm_pr);
         }
     }
     if (json)
         printf("\n]\n");
+    if (plot)
+        plot_formats(plot, bytes, reps, cats, ncats, px, py, pn);
     return 0;
 }
 
@@ -379,7 +419,7 @@ static struct vres vmalloc_run(const struct mmp_pt_config *cfg0, unsigned p, int
 }
 
 /* --plot: ns per op against the range size, one line per format and mode. */
-static int plot_vmalloc(FILE *out, bool sysf, const char *const names[6],
+static void plot_vmalloc(FILE *out, bool sysf, const char *const names[6],
                         double x[6][6], double y[6][6], const size_t n[6])
 {
     struct svg_series sr[6];
@@ -387,16 +427,11 @@ static int plot_vmalloc(FILE *out, bool sysf, const char *const names[6],
     for (size_t i = 0; i < 6; i++)
         if (n[i])
             sr[ns++] = (struct svg_series){names[i], n[i], x[i], y[i]};
-    svg_chart_logy(out,
-                   sysf ? "mmport bench map --pattern vmalloc (each flush a system call)"
-                        : "mmport bench map --pattern vmalloc (free flushes)",
-                   "bytes mapped and unmapped per op (log scale)", "ns per op (log scale)",
-                   "ns/op", sr, ns);
-    int bad = ferror(out);
-    if (fclose(out) || bad)
-        return cli_error("bench map", "--plot: cannot write the chart: %s",
-                         strerror(errno ? errno : EIO));
-    return 0;
+    char title[200];
+    snprintf(title, sizeof title, "mmport bench map --pattern vmalloc, %s (%s)",
+             sysf ? "each flush a system call" : "free flushes", cli_machine());
+    svg_chart_logy(out, title, "bytes mapped and unmapped per op (log scale)",
+                   "ns per op (log scale)", "ns/op", sr, ns);
 }
 
 static int bench_vmalloc(const char *only, bool sysf, int reps, bool json, FILE *plot)
@@ -466,7 +501,9 @@ static int bench_vmalloc(const char *only, bool sysf, int reps, bool json, FILE 
     }
     if (json)
         printf("\n]\n");
-    return plot ? plot_vmalloc(plot, sysf, series, px, py, pn) : 0;
+    if (plot)
+        plot_vmalloc(plot, sysf, series, px, py, pn);
+    return 0;
 }
 
 static int run(int argc, char **argv)
@@ -548,10 +585,7 @@ static int run(int argc, char **argv)
                 return cli_usage_error(cmd, "--size '%s': want a multiple of 1G", optarg);
             plain_only = plain_only ? plain_only : "--size";
             break;
-        case 'o':
-            plot = optarg;
-            vm_only = vm_only ? vm_only : "--plot";
-            break;
+        case 'o': plot = optarg; break;
         case 'r':
             if (!cli_parse_size(optarg, &v) || v < 1 || v > 1000)
                 return cli_usage_error(cmd, "--reps '%s': want 1..1000", optarg);
@@ -572,14 +606,21 @@ static int run(int argc, char **argv)
                                vmalloc ? "--pattern vmalloc" : "--depth");
     if (depth && only)
         return cli_usage_error(cmd, "--format does not apply to --depth");
-    FILE *plot_out = plot ? fopen(plot, "w") : NULL; /* fails before measuring */
+    if (vmalloc && only && strcmp(only, "x86-64") && strcmp(only, "arm64-4k"))
+        return cli_usage_error(cmd, "--format '%s': --pattern vmalloc runs x86-64 or arm64-4k",
+                               only);
+    if (depth && plot)
+        return cli_usage_error(cmd, "--plot does not apply to --depth");
+    FILE *plot_out = plot ? cli_plot_open(cmd, plot) : NULL;
     if (plot && !plot_out)
-        return cli_error(cmd, "--plot '%s': %s", plot, strerror(errno));
+        return 1;
     progress_start(&bm_pr, "bench map", NULL);
     int rc = vmalloc ? bench_vmalloc(only, sysf, reps, json, plot_out)
              : depth ? bench_depth(64ull << 20, reps * 3, json)
-                     : bench_formats(only, bytes, reps, json);
+                     : bench_formats(only, bytes, reps, json, plot_out);
     progress_finish(&bm_pr);
+    if (plot_out && cli_plot_close(cmd, plot, plot_out))
+        rc = rc ? rc : 1;
     return rc;
 }
 
@@ -588,6 +629,7 @@ const struct cli_command cli_bench_map = {
     .summary = "page-table map/protect/unmap speed",
     .usage =
         "usage: mmport bench map [--json] [--format F] [--size 1G] [--reps N] [--heap]\n"
+        "                        [--plot FILE]\n"
         "       mmport bench map --depth [--json]\n"
         "       mmport bench map --pattern vmalloc [--flush syscall|noop] [--free-tables]\n"
         "                        [--format F] [--mode M] [--pages P] [--json] [--plot FILE]\n\n"
@@ -599,7 +641,9 @@ const struct cli_command cli_bench_map = {
         "fresh tables; table_pages is what the map left, table_pages_min the fewest\n"
         "the layout allows; entries/barriers/flushes are the mmp_pt_stats counters.\n"
         "Table pages come from a pre-faulted pool (a hypervisor's own allocator);\n"
-        "--heap uses the built-in allocator instead (fresh heap pages: page faults).\n\n"
+        "--heap uses the built-in allocator instead (fresh heap pages: page faults).\n"
+        "--plot FILE also writes an SVG chart: ns per page as bars on a log axis, a\n"
+        "panel per operation, a bar per policy, grouped by format.\n\n"
         "--depth: the same engine with the paging depth fixed at compile time (4 levels)\n"
         "against the run-time depth, interleaved, 64 MiB one page per call plus one\n"
         "range call; the overhead column is the cost of choosing the depth at run time.\n\n"

@@ -53,6 +53,23 @@ int cli_no_operands(const char *cmd, int argc, char **argv);
 /* Parses "4096", "64K", "2M", "1G" (binary units); false on garbage. */
 bool cli_parse_size(const char *s, unsigned long long *out);
 
+/* The machine, for headers and chart titles: "GenuineIntel family 0x6
+ * model 0x55", "ARM implementer 0x41 part 0xd0c" (mmp_cpu_features). */
+const char *cli_machine(void);
+
+/* Text output keeps to this width (tables, wrapped notes). */
+#define CLI_COLUMNS 100
+
+/* Prints head, then text wrapped at spaces to CLI_COLUMNS, continuation
+ * lines indented by indent spaces; a newline at the end. */
+void cli_print_wrapped(const char *head, int indent, const char *text);
+
+/* --plot FILE: opened before measuring, so that a path that cannot be
+ * written fails first; NULL after "mmport <cmd>: --plot 'FILE': <reason>". */
+FILE *cli_plot_open(const char *cmd, const char *path);
+/* Closes the chart written to out: 0, or 1 after the same kind of message. */
+int cli_plot_close(const char *cmd, const char *path, FILE *out);
+
 /* Writes s as a JSON string literal (quoted, escaped). */
 void cli_json_string(FILE *out, const char *s);
 

@@ -127,8 +127,8 @@ static void dump_flush_fold(struct dump_ctx *d)
         return;
     char line[160];
     snprintf(line, sizeof line,
-             "0x%016" PRIx64 "-0x%016" PRIx64 " balloon block: %u runs of pages (%" PRIu64
-             "K) between the %u holes, folded here",
+             "0x%016" PRIx64 "-0x%016" PRIx64 " balloon: %u page runs (%" PRIu64
+             "K) between %u holes",
              d->fold_lo, d->fold_hi - 1, d->folded, d->folded_bytes >> 10, DEMO_BALLOON);
     d->folded = 0;
     dump_emit(d, line);
@@ -268,7 +268,7 @@ static void print_table_text(struct table_result *t)
                "\n   (one unmap each; %" PRIu64 " entries written; ",
                DEMO_BALLOON, bl->block, bl->delta.entries_written);
         if (bl->delta.bbm)
-            printf("%" PRIu64 " break-before-make sequences: the block split, runs unfolded)\n",
+            printf("%" PRIu64 " break-before-make: the block split, runs unfolded)\n",
                    bl->delta.bbm);
         else
             printf("the block split in place, no break-before-make needed)\n");
@@ -458,7 +458,7 @@ static int collect(const struct mmp_pt *pt, uint64_t lo, uint64_t hi, struct ext
     return rc;
 }
 
-static int plot_layout(const char *path, const struct table_result *t)
+static int plot_layout(FILE *out, const struct table_result *t)
 {
     const struct demo_layout *l = &t->layout;
     struct svg_strip rows[DEMO_MAX_REGIONS + 1];
@@ -481,15 +481,7 @@ static int plot_layout(const char *path, const struct table_result *t)
         char title[128];
         snprintf(title, sizeof title, "mmport demo: %s layout (%s), after the balloon", l->title,
                  l->format);
-        FILE *out = fopen(path, "w");
-        if (!out)
-            rc = -errno;
-        else {
-            svg_strips(out, title, rows, nrows, plot_kinds, plot_colors, 4);
-            int bad = ferror(out);
-            if (fclose(out) || bad)
-                rc = -(errno ? errno : EIO);
-        }
+        svg_strips(out, title, rows, nrows, plot_kinds, plot_colors, 4);
     }
     for (size_t i = 0; i < nrows; i++)
         free(x[i].e);
@@ -503,10 +495,15 @@ static void print_policy_text(const struct mmp_clear_policy *p, const char *kern
         printf(" (forced by MMPORT_CLEAR=%s)\n", p->forced);
     else
         printf(" (the policy's cold kernel; hot: %s)\n", p->hot);
-    printf("   why      quirk row: %s%s%s\n", p->quirk ? p->quirk : "none matched",
-           p->quirk_why ? ": " : "", p->quirk_why ? p->quirk_why : "");
-    printf("            policy source: %s; AUTO switches to %s from %" PRIu64 " KiB (from %s)\n",
-           p->source, p->cold, p->cold_min >> 10, p->cold_min_from);
+    char why[64];
+    snprintf(why, sizeof why, "   why      quirk row: %s%s", p->quirk ? p->quirk : "none matched",
+             p->quirk_why ? ": " : "");
+    cli_print_wrapped(why, 12, p->quirk_why ? p->quirk_why : "");
+    char src[512];
+    snprintf(src, sizeof src,
+             "policy source: %s; AUTO switches to %s from %" PRIu64 " KiB (from %s)", p->source,
+             p->cold, p->cold_min >> 10, p->cold_min_from);
+    cli_print_wrapped("            ", 12, src);
 }
 
 static void print_policy_json(const struct mmp_clear_policy *p, const char *kernel)
@@ -531,12 +528,19 @@ static int run(int argc, char **argv)
     const struct mmp_cpu_features *f = mmp_cpu_features();
     struct progress pr;
 
+    FILE *plot_out = o.plot ? cli_plot_open("demo", o.plot) : NULL;
+    if (o.plot && !plot_out)
+        return 1;
+
     /* 1. guest RAM */
     struct guest_ram ram;
     rc = guest_ram_reserve(&ram, o.ram);
-    if (rc)
+    if (rc) {
+        if (plot_out)
+            fclose(plot_out);
         return cli_error("demo", "cannot reserve %llu MiB of guest RAM: %s", o.ram >> 20,
                          strerror(-rc));
+    }
     if (!o.json) {
         printf("mmport %s demo: bringing up one guest on %s (%u threads)\n\n", mmp_version(),
                mmp_arch_name(f->arch), o.threads);
@@ -545,8 +549,8 @@ static int run(int argc, char **argv)
         fflush(stdout);
     }
     double t0 = progress_now();
-    progress_start(&pr, "first touch (page faults)", NULL);
-    guest_ram_dirty(&ram, o.threads);
+    progress_start(&pr, "first touch", "B");
+    guest_ram_dirty(&ram, o.threads, &pr);
     progress_finish(&pr);
     double dirty_s = progress_now() - t0;
     long long huge = guest_ram_huge_bytes();
@@ -573,12 +577,18 @@ static int run(int argc, char **argv)
     mmp_clear_policy(&pol);
     size_t nz_after_clear = guest_ram_first_nonzero(&ram);
 
-    guest_ram_dirty(&ram, o.threads);
+    /* four passes over the RAM: a line counting them */
+    progress_start(&pr, "comparison, one thread each", NULL);
+    guest_ram_dirty(&ram, o.threads, NULL);
+    progress_update(&pr, 1, 4);
     t0 = progress_now();
     memset(ram.base, 0, ram.len);
     double memset_s = progress_now() - t0;
-    guest_ram_dirty(&ram, o.threads);
+    progress_update(&pr, 2, 4);
+    guest_ram_dirty(&ram, o.threads, NULL);
+    progress_update(&pr, 3, 4);
     struct clear_run one = clear_ram(&ram, 1, NULL);
+    progress_finish(&pr);
     if (one.rc) {
         guest_ram_release(&ram);
         return cli_error("demo", "mmp_clear: %s", mmp_strerror(one.rc));
@@ -618,19 +628,21 @@ static int run(int argc, char **argv)
             print_table_text(&tabs[i]);
     }
 
-    if (o.plot) {
+    if (plot_out) {
         const struct table_result *s2 = NULL;
         for (int i = 0; i < 2; i++)
             if (tabs[i].layout.cfg.format == MMP_PT_ARM64_S2 && tabs[i].have_pt)
                 s2 = &tabs[i];
-        int prc = s2 ? plot_layout(o.plot, s2) : -MMP_ENOENT;
-        if (prc) {
+        int prc = s2 ? plot_layout(plot_out, s2) : -MMP_ENOENT;
+        if (prc)
+            cli_error("demo", "--plot '%s': %s", o.plot,
+                      prc == -MMP_ENOENT ? "no stage-2 table" : mmp_strerror(prc));
+        if (cli_plot_close("demo", o.plot, plot_out) || prc) {
             for (int i = 0; i < 2; i++)
                 if (tabs[i].have_pt)
                     mmp_pt_fini(&tabs[i].pt);
             guest_ram_release(&ram);
-            return cli_error("demo", "--plot '%s': %s", o.plot,
-                             prc == -MMP_ENOENT ? "no stage-2 table" : strerror(-prc));
+            return 1;
         }
     }
 
@@ -670,8 +682,7 @@ static int run(int argc, char **argv)
                    nz_after_clear != ram.len ? nz_after_clear : nz);
         for (int i = 0; i < NTABS; i++) {
             const struct demo_verify *v = &tabs[i].verify;
-            printf("   %-12s %u lookups in %u regions, %u in holes, %u RAM bytes read "
-                   "through the translation: %s%s\n",
+            printf("   %-12s %u lookups, %u regions, %u in holes, %u RAM bytes read: %s%s\n",
                    tabs[i].layout.format, v->samples, tabs[i].layout.n, v->holes, v->ram_read,
                    v->bad || tabs[i].lazy.rc ? "FAILED " : "all as laid out",
                    v->bad ? v->first_bad : "");

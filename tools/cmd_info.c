@@ -53,7 +53,7 @@ static void print_clear(void)
         printf("  %-16s %s\n", "cold_min: env", p.cold_min_error);
     printf("  %-16s %s\n", "quirk", p.quirk ? p.quirk : "(none matched)");
     if (p.quirk_why)
-        printf("  %-16s %s\n", "", p.quirk_why);
+        cli_print_wrapped("                   ", 19, p.quirk_why);
 }
 
 static void print_stats(bool json)

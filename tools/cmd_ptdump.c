@@ -175,7 +175,7 @@ static int open_image(struct image *im, const char *path)
         return -errno;
     struct stat st;
     if (fstat(fd, &st) || st.st_size <= 0) {
-        int e = st.st_size <= 0 ? EINVAL : errno;
+        int e = st.st_size <= 0 ? ENODATA : errno;
         close(fd);
         return -e;
     }
@@ -291,6 +291,8 @@ static int run(int argc, char **argv)
         return cli_usage_error("ptdump", "--image needs --root PA (the table's physical address)");
     if (!image && (have_root || base))
         return cli_usage_error("ptdump", "--root and --base only go with --image");
+    if (image && flags) /* an image's leaves are what its tables say */
+        return cli_usage_error("ptdump", "--no-blocks and --no-cont only go with --map");
     struct mmp_pt_config cfg = fmt->cfg;
     cfg.flags |= flags;
     if (have_root && root % 4096)
@@ -307,7 +309,8 @@ static int run(int argc, char **argv)
     int rc;
     if (image) {
         if ((rc = open_image(&im, image)))
-            return cli_error("ptdump", "--image '%s': %s", image, strerror(-rc));
+            return cli_error("ptdump", "--image '%s': %s", image,
+                             rc == -ENODATA ? "empty file" : strerror(-rc));
         if (root < base || root - base >= im.len)
             return cli_usage_error("ptdump",
                                    "--root 0x%llx: outside the image (0x%llx..0x%llx with --base)",

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "guest_ram.h"
+#include "progress.h"
 
 #define HUGE_2M (2ul << 20)
 
@@ -71,17 +72,24 @@ int guest_ram_reserve(struct guest_ram *ram, size_t len)
 struct dirty_span {
     uint64_t *w;
     size_t from, to; /* words */
+    struct progress *pr;
 };
 
 static void *dirty_span(void *arg)
 {
+    enum { CHUNK = (32u << 20) / 8 }; /* words between progress counts */
     struct dirty_span *s = arg;
-    for (size_t i = s->from; i < s->to; i++)
-        s->w[i] = 0xdeadbeef00000000ull | (i & 0xffffffffu);
+    for (size_t i = s->from; i < s->to;) {
+        size_t end = s->to - i > CHUNK ? i + CHUNK : s->to, n = end - i;
+        for (; i < end; i++)
+            s->w[i] = 0xdeadbeef00000000ull | (i & 0xffffffffu);
+        if (s->pr)
+            progress_add(s->pr, n * 8);
+    }
     return NULL;
 }
 
-void guest_ram_dirty(struct guest_ram *ram, unsigned threads)
+void guest_ram_dirty(struct guest_ram *ram, unsigned threads, struct progress *pr)
 {
     enum { MAX = 64 };
     struct dirty_span span[MAX];
@@ -91,7 +99,10 @@ void guest_ram_dirty(struct guest_ram *ram, unsigned threads)
     threads = threads < 1 ? 1 : threads > MAX ? MAX : threads;
     /* The first touch faults the memory in: spread it over the CPUs too. */
     for (unsigned t = 0; t < threads; t++)
-        span[t] = (struct dirty_span){ram->base, words * t / threads, words * (t + 1) / threads};
+        span[t] = (struct dirty_span){ram->base, words * t / threads,
+                                      words * (t + 1) / threads, pr};
+    if (pr)
+        progress_update(pr, 0, ram->len);
     for (unsigned t = 1; t < threads; t++)
         joined[t] = pthread_create(&tid[t], NULL, dirty_span, &span[t]) == 0;
     dirty_span(&span[0]);

@@ -21,8 +21,11 @@ struct guest_ram {
  */
 int guest_ram_reserve(struct guest_ram *ram, size_t len);
 
-/* Writes a non-zero pattern over all of it, as a previous tenant would, on @p threads threads. */
-void guest_ram_dirty(struct guest_ram *ram, unsigned threads);
+struct progress;
+
+/* Writes a non-zero pattern over all of it, as a previous tenant would, on
+ * @p threads threads; counts the bytes written on @p pr (NULL: none). */
+void guest_ram_dirty(struct guest_ram *ram, unsigned threads, struct progress *pr);
 
 /* Offset of the first non-zero byte, or ram->len when all are zero. */
 size_t guest_ram_first_nonzero(const struct guest_ram *ram);

@@ -100,6 +100,53 @@ bool cli_parse_size(const char *s, unsigned long long *out)
     return true;
 }
 
+void cli_print_wrapped(const char *head, int indent, const char *text)
+{
+    int col = printf("%s", head);
+    bool first = true;
+    for (text += strspn(text, " "); *text; text += strspn(text, " ")) {
+        int word = (int)strcspn(text, " ");
+        if (!first && col + 1 + word > CLI_COLUMNS)
+            col = printf("\n%*s", indent, "") - 1;
+        else if (!first)
+            col += printf(" ");
+        col += printf("%.*s", word, text);
+        text += word;
+        first = false;
+    }
+    printf("\n");
+}
+
+FILE *cli_plot_open(const char *cmd, const char *path)
+{
+    FILE *out = fopen(path, "w");
+    if (!out)
+        cli_error(cmd, "--plot '%s': %s", path, strerror(errno));
+    return out;
+}
+
+int cli_plot_close(const char *cmd, const char *path, FILE *out)
+{
+    errno = 0;
+    int bad = ferror(out);
+    if (fclose(out) || bad)
+        return cli_error(cmd, "--plot '%s': %s", path, strerror(errno ? errno : EIO));
+    return 0;
+}
+
+const char *cli_machine(void)
+{
+    static char buf[64];
+    const struct mmp_cpu_features *f = mmp_cpu_features();
+    const char *v = f->vendor[0] ? f->vendor : "unknown CPU";
+    if (f->arch == MMP_ARCH_ARM64) /* MIDR_EL1: implementer [31:24], part number [15:4] */
+        snprintf(buf, sizeof buf, "%s implementer 0x%02x part 0x%03x", v,
+                 (unsigned)(f->midr >> 24) & 0xff, (unsigned)(f->midr >> 4) & 0xfff);
+    else
+        snprintf(buf, sizeof buf, "%s family 0x%x model 0x%x", v, f->family, f->model);
+    return buf;
+}
+
 void cli_json_string(FILE *out, const char *s)
 {
     fputc('"', out);

@@ -51,6 +51,45 @@ static void chart(FILE *out, const char *title, const char *xlabel, const char *
                   const char *yunit, const struct svg_series *s, size_t ns,
                   const struct svg_marker *m, size_t nm, bool logy);
 
+/* A y axis over the values: log, whole decades around [ymin, ymax] (ymin
+ * the smallest y > 0), a tick per decade; linear, 0 to a round top, a
+ * tick per 1, 2 or 5 x 10^k (about 5 ticks). */
+struct yaxis {
+    bool log;
+    double lo, hi, step; /* log: exponents */
+};
+
+static struct yaxis yaxis(double ymin, double ymax, bool log)
+{
+    struct yaxis a = {log, 0, 1, 1};
+    if (log) {
+        a.lo = floor(log10(ymin < INFINITY ? ymin : 1));
+        a.hi = ceil(log10(ymax > 0 ? ymax : 10));
+        if (a.hi <= a.lo)
+            a.hi = a.lo + 1;
+    } else if (ymax > 0) {
+        a.step = pow(10, floor(log10(ymax / 5)));
+        double r = ymax / 5 / a.step;
+        a.step *= r > 5 ? 10 : r > 2 ? 5 : r > 1 ? 2 : 1;
+        a.hi = a.step * ceil(ymax / a.step);
+    }
+    return a;
+}
+
+/* Where y sits on the axis, 0 (bottom) to 1 (top). */
+static double yfrac(const struct yaxis *a, double y)
+{
+    if (!a->log)
+        return y / a->hi;
+    return (log10(y > pow(10, a->lo) ? y : pow(10, a->lo)) - a->lo) / (a->hi - a->lo);
+}
+
+/* The ticks' values: y = ytick(a, t) for t from a->lo to a->hi by a->step. */
+static double ytick(const struct yaxis *a, double t)
+{
+    return a->log ? pow(10, t) : t;
+}
+
 void svg_chart(FILE *out, const char *title, const char *xlabel, const char *ylabel,
                const char *yunit, const struct svg_series *s, size_t ns,
                const struct svg_marker *m, size_t nm)
@@ -87,20 +126,10 @@ static void chart(FILE *out, const char *title, const char *xlabel, const char *
     double lx0 = floor(log2(xmin)), lx1 = ceil(log2(xmax));
     if (lx1 <= lx0)
         lx1 = lx0 + 1;
-    /* a round top for the y axis: 1, 2 or 5 x 10^k per tick, 5 ticks */
-    double step = pow(10, floor(log10(ymax > 0 ? ymax / 5 : 1)));
-    step *= ymax / 5 / step > 5 ? 10 : ymax / 5 / step > 2 ? 5 : ymax / 5 / step > 1 ? 2 : 1;
-    double ytop = step * ceil(ymax / step);
-    if (ytop <= 0)
-        ytop = 1;
-    /* log y: whole decades around the values */
-    double ly0 = floor(log10(ymin < INFINITY ? ymin : 1)), ly1 = ceil(log10(ymax > 0 ? ymax : 10));
-    if (ly1 <= ly0)
-        ly1 = ly0 + 1;
+    const struct yaxis ya = yaxis(ymin, ymax, logy);
     const double pw = W - ML - MR, ph = H - MT - MB;
 #define PX(x) (ML + (log2(x) - lx0) / (lx1 - lx0) * pw)
-#define PY(y) (logy ? MT + ph - (log10((y) > 0 ? (y) : pow(10, ly0)) - ly0) / (ly1 - ly0) * ph \
-                    : MT + ph - (y) / ytop * ph)
+#define PY(y) (MT + ph - yfrac(&ya, (y)) * ph)
     head(out, W, H, title);
     fprintf(out, "<g class=\"axes\" stroke=\"#000\" fill=\"none\">"
                  "<rect x=\"%d\" y=\"%d\" width=\"%g\" height=\"%g\"/></g>\n",
@@ -115,8 +144,8 @@ static void chart(FILE *out, const char *title, const char *xlabel, const char *
             fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", x,
                     MT + ph + 16, lab);
     }
-    for (double t = logy ? ly0 : 0; t <= (logy ? ly1 : ytop + step / 2); t += logy ? 1 : step) {
-        double y = logy ? pow(10, t) : t;
+    for (double t = ya.lo; t <= ya.hi + ya.step / 2; t += ya.step) {
+        double y = ytick(&ya, t);
         fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", ML,
                 PY(y), ML + pw, PY(y));
         fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", ML - 6,
@@ -170,6 +199,96 @@ static void chart(FILE *out, const char *title, const char *xlabel, const char *
     fputs("</svg>\n", out);
 #undef PX
 #undef PY
+}
+
+void svg_bars(FILE *out, const char *title, const char *ylabel, const char *yunit, bool logy,
+              const char *const *cats, size_t ncats, const struct svg_panel *p, size_t np,
+              const char *const *legend, size_t nlegend)
+{
+    enum { PH = 150, PG = 28, LABELS = 95 };
+    double ymin = INFINITY, ymax = 0;
+    for (size_t k = 0; k < np; k++)
+        for (size_t i = 0; i < p[k].ns; i++)
+            for (size_t j = 0; j < p[k].s[i].n; j++) {
+                ymax = fmax(ymax, p[k].s[i].y[j]);
+                if (p[k].s[i].y[j] > 0)
+                    ymin = fmin(ymin, p[k].s[i].y[j]);
+            }
+    const struct yaxis ya = yaxis(ymin, ymax, logy);
+    const int mr = 130, h = MT + (int)np * (PH + PG) + LABELS;
+    const double pw = W - ML - mr, gw = pw / (double)(ncats ? ncats : 1);
+    const double bw = 0.8 * gw / (double)(nlegend ? nlegend : 1);
+    head(out, W, h, title);
+    for (size_t k = 0; k < np; k++) {
+        const double top = MT + PG + (double)k * (PH + PG);
+#define BY(y) (top + PH - yfrac(&ya, (y)) * PH)
+        fprintf(out, "<g class=\"panel\" data-name=\"");
+        svg_text(out, p[k].name);
+        fprintf(out, "\"><text x=\"%d\" y=\"%.1f\" font-weight=\"bold\">", ML, top - 7);
+        svg_text(out, p[k].name);
+        fputs("</text>\n", out);
+        for (double t = ya.lo; t <= ya.hi + ya.step / 2; t += ya.step)
+            fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                         "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                    ML, BY(ytick(&ya, t)), ML + pw, BY(ytick(&ya, t)), ML - 6,
+                    BY(ytick(&ya, t)) + 4, ytick(&ya, t));
+        for (size_t c = 1; c < ncats; c++) /* group separators */
+            fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>",
+                    ML + (double)c * gw, top, ML + (double)c * gw, top + PH);
+        for (size_t i = 0; i < p[k].ns; i++) {
+            const struct svg_series *s = &p[k].s[i];
+            if (!s->n)
+                continue;
+            fprintf(out, "\n<g class=\"series\" data-name=\"");
+            svg_text(out, s->name);
+            fprintf(out, "\" fill=\"%s\">", palette[i % NPAL]);
+            for (size_t j = 0; j < s->n; j++) {
+                size_t c = (size_t)s->x[j];
+                if (c >= ncats)
+                    continue;
+                double x = ML + (double)c * gw + 0.1 * gw + (double)i * bw, y = BY(s->y[j]);
+                fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"><title>",
+                        x, y, bw, top + PH - y);
+                svg_text(out, cats[c]);
+                fputc(' ', out);
+                svg_text(out, s->name);
+                fprintf(out, ": %g ", s->y[j]);
+                svg_text(out, yunit);
+                fputs("</title></rect>", out);
+            }
+            fputs("</g>", out);
+        }
+        fprintf(out, "\n<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"none\" "
+                     "stroke=\"#000\"/></g>\n",
+                ML, top, pw, PH);
+#undef BY
+    }
+    const double bottom = MT + (double)np * (PH + PG);
+    for (size_t c = 0; c < ncats; c++) { /* slanted: the names are longer than a group */
+        double x = ML + ((double)c + 0.5) * gw;
+        fprintf(out, "<text transform=\"translate(%.1f %.1f) rotate(-35)\" text-anchor=\"end\">",
+                x + 4, bottom + 14);
+        svg_text(out, cats[c]);
+        fputs("</text>\n", out);
+    }
+    fprintf(out, "<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\">",
+            (MT + bottom) / 2);
+    svg_text(out, ylabel);
+    fputs("</text>\n", out);
+    for (size_t i = 0, row = 0; i < nlegend; i++) {
+        bool used = false; /* e.g. no contiguous runs on x86: no "cont" */
+        for (size_t k = 0; k < np; k++)
+            used |= i < p[k].ns && p[k].s[i].n;
+        if (!used)
+            continue;
+        double ly = MT + PG + 18.0 * (double)row++;
+        fprintf(out, "<rect x=\"%d\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"%s\"/>"
+                     "<text x=\"%d\" y=\"%.1f\">",
+                W - mr + 12, ly, palette[i % NPAL], W - mr + 32, ly + 12);
+        svg_text(out, legend[i]);
+        fputs("</text>\n", out);
+    }
+    fputs("</svg>\n", out);
 }
 
 void svg_strips(FILE *out, const char *title, const struct svg_strip *rows, size_t nrows,

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * SVG pictures the mmport command draws itself (no plotting dependency):
- * a line chart with a log-2 x axis (bench clear --plot) and horizontal
- * strips of coloured extents (demo --plot). Every series / strip is a
+ * a line chart with a log-2 x axis (bench clear --plot), grouped bars in
+ * stacked panels (bench map / fault / dirty --plot) and horizontal strips of
+ * coloured extents (demo --plot). Every series / strip is a
  * <g class="series|strip" data-name="..."> so tests can find it.
  */
 #ifndef MMPORT_TOOLS_PLOT_SVG_H
 #define MMPORT_TOOLS_PLOT_SVG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +33,22 @@ void svg_chart(FILE *out, const char *title, const char *xlabel, const char *yla
 /* The same with a log-10 y axis (values over several decades; y > 0). */
 void svg_chart_logy(FILE *out, const char *title, const char *xlabel, const char *ylabel,
                     const char *yunit, const struct svg_series *s, size_t ns);
+
+/* A panel of grouped bars: series i of every panel has colour i and the
+ * legend's name i; a series' x values are category indices (a category
+ * without a point has no bar of that series). */
+struct svg_panel {
+    const char *name;
+    size_t ns;
+    const struct svg_series *s;
+};
+
+/* Panels stacked over one row of categories, each with its own y axis
+ * over the same range (logy: log-10, whole decades, y > 0; else from 0);
+ * a bar's tooltip is "<category> <series>: <y> <yunit>". */
+void svg_bars(FILE *out, const char *title, const char *ylabel, const char *yunit, bool logy,
+              const char *const *cats, size_t ncats, const struct svg_panel *p, size_t np,
+              const char *const *legend, size_t nlegend);
 
 /* One extent of a strip: [start, start+size) of a kind (index into the
  * kinds given to svg_strips), with a tooltip. */

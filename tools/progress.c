@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "progress.h"
 
-enum { REDRAW_MS = 100, DELAY_MS = 500, WIDTH = 30 };
+enum { REDRAW_MS = 100, DELAY_MS = 500, WIDTH = 20 };
 
 double progress_now(void)
 {
@@ -28,12 +29,18 @@ static void draw(struct progress *p)
             bar[i] = i < pct * WIDTH / 100 ? '#' : '.';
         bar[WIDTH] = '\0';
         n += snprintf(line + n, sizeof line - (size_t)n, " [%s] %3u%%", bar, pct);
-        if (p->unit && dt > 0)
-            n += snprintf(line + n, sizeof line - (size_t)n, " %6.1f GB/s", (double)done / dt / 1e9);
+        if (p->unit) { /* bytes: done/total in the total's unit, and the rate */
+            double g = total >= 1ull << 30 ? 1 << 30 : 1 << 20, r = dt > 0 ? done / dt : 0;
+            int dec = g > 1 << 20; /* 1.5/16.0 GiB, 96/256 MiB */
+            n += snprintf(line + n, sizeof line - (size_t)n, " %.*f/%.*f %s %5.1f %s/s", dec,
+                          (double)done / g, dec, (double)total / g, dec ? "GiB" : "MiB",
+                          r >= 1e9 ? r / 1e9 : r / 1e6, r >= 1e9 ? "GB" : "MB");
+        }
     }
     snprintf(line + n, sizeof line - (size_t)n, " %5.1f s", dt);
-    /* \r and erase-to-end-of-line: the line is redrawn in place */
-    fprintf(stderr, "\r%s\033[K", line);
+    /* \r and erase-to-end-of-line: the line is redrawn in place (a line
+     * wider than the terminal would wrap and leave its head behind) */
+    fprintf(stderr, "\r%.*s\033[K", p->cols - 1, line);
     fflush(stderr);
     p->drawn = true;
 }
@@ -81,6 +88,8 @@ void progress_start(struct progress *p, const char *label, const char *unit)
 {
     *p = (struct progress){.label = label, .unit = unit, .t0 = progress_now()};
     pthread_mutex_init(&p->lock, NULL);
+    struct winsize ws;
+    p->cols = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20 ? ws.ws_col : 80;
     p->on = isatty(STDERR_FILENO) && pthread_create(&p->ticker, NULL, tick, p) == 0;
 }
 
@@ -88,6 +97,11 @@ void progress_update(struct progress *p, uint64_t done, uint64_t total)
 {
     AO_store(&p->total, (AO_t)total);
     AO_store(&p->done, (AO_t)done);
+}
+
+void progress_add(struct progress *p, uint64_t n)
+{
+    AO_fetch_and_add(&p->done, (AO_t)n);
 }
 
 void progress_finish(struct progress *p)

@@ -117,6 +117,10 @@ says "--size 'big': not a size" tune --size=big
 says "--mode needs --pattern vmalloc" bench map --mode lazy
 says "--pages '3': want 1, 4, 16, 64, 256 or 512" bench map --pattern vmalloc --pages 3
 says "--heap does not apply to --pattern vmalloc" bench map --pattern vmalloc --heap
+# An option that would select nothing, or that another one overrides, is an error.
+says "--format 'x86-ept': --pattern vmalloc runs x86-64 or arm64-4k" bench map --pattern vmalloc --format x86-ept
+says "--format 'x86-64': want arm64-s2-4k or x86-ept" bench fault --format x86-64
+says "--quick and --reps exclude each other" bench clear --quick --reps 3
 says "--sizes: '3K' is not a multiple of 4K" bench clear --sizes=4K,3K
 says "--reps '0': want 1..100" bench clear --reps 0
 run info --json --
@@ -142,11 +146,25 @@ if [ $rc = 0 ] && grep -Eq '^x86-64 +4 lazy .* +- +-$' "$tmp/out" && ! grep -q '
 else
     ko "bench map --mode lazy: exit $rc: $(cat "$tmp/out" "$tmp/err")"
 fi
-# Tables fit 100 columns.
-run bench clear --quick --sizes 4K,64K
-w=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$tmp/out")
-[ $rc = 0 ] && [ "$w" -le 100 ] && ok "bench clear table: $w columns (<= 100)" ||
-    ko "bench clear: exit $rc, $w columns: $(head -5 "$tmp/out")"
+# Tables and text fit 100 columns (notes wrap), every command's output.
+fits() { # fits <args...>
+    run "$@"
+    w=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$tmp/out")
+    [ $rc = 0 ] && [ "$w" -le 100 ] && ok "mmport $*: $w columns (<= 100)" ||
+        ko "mmport $*: exit $rc, $w columns: $(awk 'length($0) > 100' "$tmp/out" | head -3)"
+}
+fits bench clear --quick --sizes 4K,64K
+fits info
+fits info --stats
+fits demo --ram 64M --threads 1
+fits bench map --reps 1
+fits bench map --depth --reps 1
+fits bench map --pattern vmalloc --pages 4 --reps 1
+fits bench fault --faults 4K --reps 1
+fits bench dirty --size 1G
+fits ptdump --format x86-ept --map 0:0:1G --map 0x40200000:0x80000000:8K:rx,wc
+for c in $cmds; do fits "$c" --help; done
+for b in clear dirty fault map; do fits bench "$b" --help; done
 
 # ptdump --json and --image.
 run ptdump --format x86-64 --json --map 0:0:2M --map 0x200000:0x400000:8K:rx
@@ -185,6 +203,10 @@ run ptdump --image "$tmp/img" --base 0x100000 --root 0x101000 --format x86-64 --
 says "--root 0x50000: outside the image" ptdump --image "$tmp/img" --base 0x100000 --root 0x50000 --format x86-64
 says "--image needs --root" ptdump --image "$tmp/img"
 says "--root 0x101800: not aligned" ptdump --image "$tmp/img" --base 0x100000 --root 0x101800
+says "--no-blocks and --no-cont only go with --map" ptdump --image "$tmp/img" --base 0x100000 --root 0x101000 --no-blocks
+run ptdump --image /dev/null --root 0
+[ $rc = 1 ] && [ "$(cat "$tmp/err")" = "mmport ptdump: --image '/dev/null': empty file" ] &&
+    ok "ptdump --image <empty>: '$(cat "$tmp/err")'" || ko "ptdump --image <empty>: exit $rc '$(cat "$tmp/err")'"
 
 # ptdump: the leaves follow from alignment.
 run ptdump --format arm64-4k --map 0x40000000:0x80000000:4M --map 0x9000000:0x9000000:64K:rw,device
@@ -241,7 +263,7 @@ if command -v script > /dev/null; then
     reps=3
     while :; do
         t0=$(date +%s.%N)
-        script -qfc "$M bench clear --quick --sizes 4K,64M,256M --reps $reps" /dev/null > "$tmp/tty" 2>&1
+        script -qfc "$M bench clear --sizes 4K,64M,256M --reps $reps" /dev/null > "$tmp/tty" 2>&1
         t1=$(date +%s.%N)
         secs=$(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }')
         awk -v s="$secs" 'BEGIN { exit !(s < 2) }' && [ $reps -lt 96 ] || break
@@ -254,12 +276,30 @@ if command -v script > /dev/null; then
     else
         ko "bench clear on a terminal: $draws redraws in $secs s: $(tr '\r' '\n' < "$tmp/tty" | head -5)"
     fi
+    # The demo's first touch counts bytes: done/total of the RAM, rising,
+    # with a rate; more RAM when a fast machine touched it within 0.5 s.
+    for ram in 256M 1G; do
+        script -qfc "$M demo --ram $ram --threads 2" /dev/null > "$tmp/tty" 2>&1
+        tr '\r' '\n' < "$tmp/tty" | grep '^  first touch' > "$tmp/touch"
+        [ -s "$tmp/touch" ] && break
+    done
+    if [ ! -s "$tmp/touch" ]; then
+        echo "SKIP: demo first-touch progress: the first touch of $ram ran under 0.5 s (no line due)"
+        skip=$((skip + 1))
+    elif awk -v ram=$ram '{ if (!match($0, /[0-9.]+\/[0-9.]+ [MG]iB [ 0-9.]+ [MG]B\/s/)) exit 1
+            split(substr($0, RSTART, RLENGTH), f, /[\/ ]+/)
+            if (f[2] f[3] != (ram == "1G" ? "1.0GiB" : "256MiB") || f[1] + 0 < last) exit 1
+            last = f[1] + 0 }' "$tmp/touch" && grep -q '^verification passed' "$tmp/tty"; then
+        ok "demo --ram $ram on a terminal: first touch shows done/total and the rate ($(wc -l < "$tmp/touch" | tr -d ' ') redraws, e.g. '$(sed -n 2p "$tmp/touch" | sed 's/\x1b\[K//')')"
+    else
+        ko "demo --ram $ram on a terminal: first-touch lines: $(head -3 "$tmp/touch")"
+    fi
 else
     echo "SKIP: progress on a terminal: no script(1)"; skip=$((skip + 1))
 fi
 
 # SVG pictures: well-formed XML with the expected series / strips.
-run bench clear --quick --sizes 4K,64K,2M --reps 1 --plot "$tmp/clear.svg"
+run bench clear --sizes 4K,64K,2M --reps 1 --plot "$tmp/clear.svg"
 if [ $rc = 0 ] && python3 - "$tmp/clear.svg" "$tmp/out" <<'PY'
 import sys, xml.etree.ElementTree as ET
 ns = "{http://www.w3.org/2000/svg}"
@@ -295,7 +335,66 @@ then ok "bench map --pattern vmalloc --plot: valid SVG, one line per mode"
 else
     ko "bench map --plot: exit $rc $(cat "$tmp/err")"
 fi
-says "--plot needs --pattern vmalloc" bench map --plot "$tmp/x.svg"
+# Bar charts (bench map, fault, dirty --plot): $tmp/bars.py reads one back
+# as {(category, series): value} from the bars' tooltips, checking on the
+# way that each bar sits in its series' panel and that within a panel a
+# larger value has a taller bar.
+cat > "$tmp/bars.py" <<'PY'
+import xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+def bars(path):
+    root = ET.parse(path).getroot()
+    panels, out = [], {}
+    for p in root.iter(NS + "g"):
+        if p.get("class") != "panel":
+            continue
+        panels.append(p.get("data-name"))
+        heights = []
+        for g in p.iter(NS + "g"):
+            if g.get("class") != "series":
+                continue
+            name = g.get("data-name")
+            for r in g.findall(NS + "rect"):
+                left, value = r.find(NS + "title").text.rsplit(": ", 1)
+                assert left.endswith(" " + name), (left, name)
+                v = float(value.split()[0])
+                out[(left[:-len(name) - 1], name)] = v
+                heights.append((v, float(r.get("height"))))
+        heights.sort()
+        assert all(a[1] <= b[1] + 0.05 for a, b in zip(heights, heights[1:])), heights
+    title = root.find(NS + "text").text
+    assert "family" in title or "implementer" in title, title  # the machine
+    return panels, out
+def same(got, want, tol):
+    assert sorted(got) == sorted(want), set(got) ^ set(want)
+    bad = [(k, got[k], want[k]) for k in want if abs(got[k] - want[k]) > tol * max(1, abs(want[k]))]
+    assert not bad, bad
+PY
+bars_check() { # bars_check <description> <python using panels, got, rows>: on $tmp/out, $tmp/p.svg
+    d=$1
+    if [ $rc = 0 ] && python3 -c "import json, sys; sys.path.insert(0, sys.argv[1]); from bars import *
+panels, got = bars(sys.argv[2]); rows = json.load(open(sys.argv[3]))
+$2" "$tmp" "$tmp/p.svg" "$tmp/out"; then ok "$d"; else ko "$d: exit $rc $(cat "$tmp/err")"; fi
+}
+# The default bench map run: a panel per operation, a bar per format and
+# policy with the figure of its JSON row.
+run bench map --reps 1 --json --plot "$tmp/p.svg"
+bars_check "bench map --plot: valid SVG, map/protect/unmap panels, a bar per JSON row with its figure, the machine in the title" '
+assert panels == ["map", "protect", "unmap"], panels
+same(got, {(r["format"], r["op"] + " " + r["leaf_policy"]): r["ns_per_page"] for r in rows}, 0.0006)'
+run bench fault --faults 4K --reps 1 --json --plot "$tmp/p.svg"
+bars_check "bench fault --plot: a panel per format, a bar per thread count and mode with its figure (M faults/s)" '
+assert panels == ["arm64-s2-4k", "x86-ept"], panels
+same(got, {("%d thread%s" % (r["threads"], "s" if r["threads"] > 1 else ""), r["format"] + " " + r["mode"]): r["faults_per_s"] / 1e6 for r in rows}, 1e-4)'
+run bench dirty --size 1G --json --plot "$tmp/p.svg"
+bars_check "bench dirty --plot: harvest and lookups per dirty fraction with their figures" '
+assert panels == ["x86-64, hardware tracking"], panels
+want = {}
+for r in rows["rows"]:
+    want[("%g%% dirty" % r["dirty_pct"], "harvest")] = r["harvest_ms"]
+    want[("%g%% dirty" % r["dirty_pct"], "lookups")] = r["lookup_ms"]
+same(got, want, 0.002)'
+says "--plot does not apply to --depth" bench map --depth --plot "$tmp/x.svg"
 run demo --ram 64M --threads 1 --plot "$tmp/demo.svg"
 if [ $rc = 0 ] && python3 - "$tmp/demo.svg" <<'PY'
 import sys, xml.etree.ElementTree as ET
@@ -318,6 +417,10 @@ then ok "demo --plot: valid SVG, the guest space and every region as strips of b
 else
     ko "demo --plot: exit $rc $(cat "$tmp/err")"
 fi
+run demo --ram 64M --plot /nonexistent/x.svg
+[ $rc = 1 ] && [ "$(cat "$tmp/err")" = "mmport demo: --plot '/nonexistent/x.svg': No such file or directory" ] && [ ! -s "$tmp/out" ] &&
+    ok "demo --plot <unwritable>: exit 1 before the demo runs, '$(cat "$tmp/err")'" ||
+    ko "demo --plot <unwritable>: exit $rc, $(cat "$tmp/err") $(head -2 "$tmp/out")"
 run bench clear --sizes 4K --reps 1 --plot /nonexistent/x.svg
 [ $rc = 1 ] && grep -q "^mmport bench clear: --plot '/nonexistent/x.svg': No such file" "$tmp/err" && [ ! -s "$tmp/out" ] &&
     ok "bench clear --plot <unwritable>: exit 1 before measuring, '$(cat "$tmp/err")'" ||

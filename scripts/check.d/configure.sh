@@ -18,8 +18,9 @@ conf() {
     rc=$?
 }
 # val <make variable>: its expanded value in the config.mak just written
+# (in $tmp/c, or in $mak when set)
 val() {
-    printf 'include %s\nall:\n\t@echo $(%s)\n' "$tmp/c/config.mak" "$1" |
+    printf 'include %s\nall:\n\t@echo $(%s)\n' "${mak:-$tmp/c/config.mak}" "$1" |
         make --no-print-directory -f - all
 }
 want() { # want <description> <variable> <expected value>
@@ -75,6 +76,40 @@ if command -v aarch64-linux-gnu-gcc > /dev/null; then
     want "--host alone" AR aarch64-linux-gnu-ar
 else
     echo "SKIP: cross configure: no aarch64-linux-gnu-gcc"; skip=$((skip + 1))
+fi
+
+# Debian's own dh_auto_configure, with a minimal debian/ beside a copy of
+# configure: native, and cross through dpkg-architecture -aarm64.
+if command -v dh_auto_configure > /dev/null; then
+    deb=$tmp/deb
+    mkdir -p "$deb/debian" && cp configure "$deb/"
+    printf '%s\n' 'Source: mmport' 'Maintainer: Check <check@example.org>' \
+        'Build-Depends: debhelper-compat (= 13)' '' 'Package: libmmport-dev' \
+        'Architecture: any' 'Description: check' ' check' > "$deb/debian/control"
+    printf '%s\n' 'mmport (0.1.0-1) unstable; urgency=medium' '' '  * check' '' \
+        ' -- Check <check@example.org>  Thu, 03 Dec 2026 00:00:00 +0000' > "$deb/debian/changelog"
+    (cd "$deb" && dh_auto_configure) > "$tmp/out" 2>&1; rc=$?
+    mak=$deb/config.mak
+    [ $rc = 0 ] && ok "dh_auto_configure itself (debhelper $(dpkg-query -W -f '${Version}' debhelper 2>/dev/null)): exit 0" ||
+        ko "dh_auto_configure: exit $rc: $(tail -3 "$tmp/out")"
+    want "dh_auto_configure" libdir "/usr/lib/$ma"
+    want "dh_auto_configure" mandir /usr/share/man
+    case $(val CFLAGS) in *-fstack-protector-strong*) ok "dh_auto_configure: dpkg-buildflags CFLAGS recorded" ;;
+    *) ko "dh_auto_configure: CFLAGS = '$(val CFLAGS)'" ;; esac
+    if command -v aarch64-linux-gnu-gcc > /dev/null && [ "$(uname -m)" = x86_64 ]; then
+        rm -f "$deb/config.mak"
+        (cd "$deb" && dpkg-architecture -aarm64 -c dh_auto_configure) > "$tmp/out" 2>&1; rc=$?
+        [ $rc = 0 ] && ok "dpkg-architecture -aarm64 -c dh_auto_configure: exit 0" ||
+            ko "cross dh_auto_configure: exit $rc: $(tail -3 "$tmp/out")"
+        want "cross dh_auto_configure" ARCH aarch64
+        want "cross dh_auto_configure" libdir /usr/lib/aarch64-linux-gnu
+    else
+        echo "SKIP: cross dh_auto_configure: no aarch64-linux-gnu-gcc on an x86_64 build machine"; skip=$((skip + 1))
+    fi
+    unset mak
+else
+    echo "SKIP: dh_auto_configure itself: debhelper not installed (make check installs it); its arguments are emulated above"
+    skip=$((skip + 1))
 fi
 
 conf --prefix=/opt/mm --exec-prefix=/opt/mmx --bindir=/b --includedir=/i --mandir=/m \
