@@ -200,6 +200,28 @@ START_TEST(maint_null_hooks)
 }
 END_TEST
 
+/* MMP_PT_SHARED: the hooks run once per call, before the leaf is
+ * published (the call walks once: they come after the argument checks). */
+START_TEST(maint_shared_mode)
+{
+    struct mmp_pt_config c = pt_cfgs[8].c;
+    c.flags |= MMP_PT_SHARED;
+    struct menv *m = menv_new(&c);
+    uint64_t G = 4096;
+    m->probe = 3 * G;
+    ck_assert_int_eq(mmp_pt_map(&m->t.pt, 3 * G, 7 * G, G, RX, 0), 0);
+    ck_assert_int_eq(m->n, 2);
+    ck_assert(!m->log[0].visible && !m->log[1].visible);
+    ck_assert_uint_eq(m->log[0].pa, 7 * G);
+    ck_assert_uint_eq(m->log[1].size, G);
+    m->n = 0;
+    ck_assert_int_eq(mmp_pt_map(&m->t.pt, 3 * G, 7 * G, 2 * G, RX, 0), -MMP_ENOTSUP);
+    ck_assert_int_eq(mmp_pt_map(&m->t.pt, 3 * G, 7 * G, G, RX | 0x80, 0), -MMP_EINVAL);
+    ck_assert_int_eq(m->n, 0);
+    menv_free(m);
+}
+END_TEST
+
 Suite *mmp_suite_pt_maint(void)
 {
     Suite *s = suite_create("pt_maint");
@@ -209,5 +231,6 @@ Suite *mmp_suite_pt_maint(void)
     MMP_ADD(s, maint_lazy_not_deferred);
     MMP_ADD(s, maint_failed_call_none);
     MMP_ADD(s, maint_null_hooks);
+    MMP_ADD(s, maint_shared_mode);
     return s;
 }
