@@ -60,7 +60,7 @@ int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct 
     mmp_core_pt_engine_select(p, false);
     pt->ops = *ops;
     pt->cfg_flags = cfg->flags;
-    pt->max_ranges = (uint8_t)(cfg->flush_ranges ? cfg->flush_ranges : 4);
+    mmp_core_pt_batch_init(pt, cfg);
     uint64_t pa = 0;
     void *root = ops->alloc_table(ops->ctx, pt->g.root_bytes, &pa);
     if (!root) {

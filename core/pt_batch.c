@@ -6,6 +6,10 @@
  * per call (after all entries are written, never per entry); in a lazy
  * section (core/lazy.c) once per outermost leave. Break-before-make is the
  * exception: its barrier and flush are issued at once (mmp_core_pt_bbm).
+ * No tlb_flush call stands for more invalidations than the table's flush
+ * ceiling: a larger range, pending or not, goes out as MMP_FLUSH_ALL.
+ * Cache maintenance of newly mapped memory (mmp_core_pt_maint) is issued
+ * before the map's first store, never deferred.
  */
 #include "pt_int.h"
 
@@ -16,17 +20,56 @@ static void emit_barrier(struct pt *pt)
     pt->st.barriers++;
 }
 
-static void call_flush(const struct pt *pt, struct mmp_pt_stats *st, uint64_t lo, uint64_t last,
-                       unsigned flags)
+void mmp_core_pt_batch_init(struct pt *pt, const struct mmp_pt_config *cfg)
+{
+    pt->max_ranges = (uint8_t)(cfg->flush_ranges ? cfg->flush_ranges : 4);
+    /* Linux's anchors: x86 tlb_single_page_flush_ceiling (33 pages), arm64
+     * MAX_TLBI_OPS (one last-level table's entries). */
+    bool arm = cfg->format == MMP_PT_ARM64_S1 || cfg->format == MMP_PT_ARM64_S2;
+    pt->ceiling = cfg->flush_ceiling ? cfg->flush_ceiling
+                  : arm              ? (uint32_t)1 << (pt->g.granule_shift - 3)
+                                     : 33;
+}
+
+/* A pending range's hints in one byte: MMP_FLUSH_LEAF and the stride. */
+#define H_LEAF 0x40u
+static uint8_t hint_pack(unsigned flags)
+{
+    return (uint8_t)((flags & MMP_FLUSH_LEAF) ? H_LEAF | MMP_FLUSH_STRIDE(flags) : 0);
+}
+static unsigned hint_unpack(uint8_t h)
+{
+    return ((h & H_LEAF) ? MMP_FLUSH_LEAF : 0) | (unsigned)(h & 0x3fu) << MMP_FLUSH_STRIDE_SHIFT;
+}
+
+/*
+ * Would [lo, last] stand for more invalidations than the ceiling (steps
+ * of its stride, else of the granule)? A range across bit 63 (x86's
+ * non-canonical hole, ~2^64 bytes; [0, 2^64-1] has no size in 64 bits)
+ * always would.
+ */
+static bool over_ceiling(const struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
+{
+    unsigned s = MMP_FLUSH_STRIDE(flags);
+    if (!s || !(flags & MMP_FLUSH_LEAF))
+        s = pt->g.granule_shift;
+    return ((lo ^ last) >> 63) || ((last - lo) >> s) >= pt->ceiling;
+}
+
+/* The one place tlb_flush is called. */
+static void call_flush(const struct pt *pt, struct mmp_pt_stats *st, bool all, uint64_t lo,
+                       uint64_t last, unsigned flags)
 {
     st->flushes++;
     if (!pt->ops.tlb_flush)
         return;
-    /* [0, 2^64-1] has no size in 64 bits: it is a flush of everything. */
-    if (lo == 0 && last == UINT64_MAX)
-        pt->ops.tlb_flush(pt->ops.ctx, 0, 0, MMP_FLUSH_ALL);
+    unsigned gl = AO_char_load(&pt->global) ? MMP_FLUSH_GLOBAL : 0;
+    if (!(flags & MMP_FLUSH_LEAF))
+        flags &= ~MMP_FLUSH_STRIDE_MASK;
+    if (all || over_ceiling(pt, lo, last, flags))
+        pt->ops.tlb_flush(pt->ops.ctx, 0, 0, MMP_FLUSH_ALL | gl);
     else
-        pt->ops.tlb_flush(pt->ops.ctx, lo, last - lo + 1, flags);
+        pt->ops.tlb_flush(pt->ops.ctx, lo, last - lo + 1, flags | gl);
 }
 
 static bool touches(const struct pt_range *r, uint64_t lo, uint64_t last)
@@ -34,11 +77,20 @@ static bool touches(const struct pt_range *r, uint64_t lo, uint64_t last)
     return (lo <= r->last || lo == r->last + 1) && (last >= r->lo || last + 1 == r->lo);
 }
 
+/* Pending range i has grown: beyond the ceiling, everything pending
+ * becomes one full flush. */
+static void check_ceiling(struct pt *pt, unsigned i)
+{
+    if (over_ceiling(pt, pt->r[i].lo, pt->r[i].last, hint_unpack(pt->rhint[i]))) {
+        pt->flush_all = 1;
+        pt->nranges = 0;
+    }
+}
+
 void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
 {
     if (pt->flush_all)
         return;
-    pt->range_flags = pt->nranges ? pt->range_flags & flags : flags;
     /* Merge first: a range inside or next to a pending one (the common
      * case: one call, or calls walking up an area) never counts against
      * flush_ranges. */
@@ -50,6 +102,7 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
             r->lo = lo;
         if (last > r->last)
             r->last = last;
+        unsigned h = pt_fl_merge(hint_unpack(pt->rhint[j]), flags);
         pt->st.ranges_coalesced++;
         /* The widened range may now reach others: absorb them. */
         for (unsigned k = 0; k < pt->nranges; k++) {
@@ -59,46 +112,49 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
                 pt->r[j].lo = pt->r[k].lo;
             if (pt->r[k].last > pt->r[j].last)
                 pt->r[j].last = pt->r[k].last;
-            pt->r[k] = pt->r[--pt->nranges];
+            h = pt_fl_merge(h, hint_unpack(pt->rhint[k]));
+            pt->nranges--;
+            pt->r[k] = pt->r[pt->nranges];
+            pt->rhint[k] = pt->rhint[pt->nranges];
             if (j == pt->nranges)
                 j = k; /* r[j] was the last one and now sits at k */
             pt->st.ranges_coalesced++;
             k = (unsigned)-1; /* rescan */
         }
+        pt->rhint[j] = hint_pack(h);
+        check_ceiling(pt, j);
         return;
     }
     unsigned i = pt->nranges;
     if (i == pt->max_ranges) {
         /* Too many disjoint ranges: keep one covering range (the ops asked
-         * for that), unless told to flush all - or unless the covering range
-         * would cross bit 63 (x86's non-canonical hole, ~2^64 bytes that a
-         * per-page tlb_flush could never walk): then flush all. */
+         * for that), unless told to flush all or beyond the ceiling. */
         for (unsigned j = 0; j < pt->nranges; j++) {
             if (pt->r[j].lo < lo)
                 lo = pt->r[j].lo;
             if (pt->r[j].last > last)
                 last = pt->r[j].last;
+            flags = pt_fl_merge(flags, hint_unpack(pt->rhint[j]));
         }
         pt->st.ranges_coalesced += pt->nranges;
-        if ((pt->cfg_flags & MMP_PT_FLUSH_ALL_OVER) || ((lo ^ last) >> 63)) {
+        if (pt->cfg_flags & MMP_PT_FLUSH_ALL_OVER) {
             pt->flush_all = 1;
             pt->nranges = 0;
             return;
         }
-        pt->r[0].lo = lo;
-        pt->r[0].last = last;
-        pt->nranges = 1;
-        return;
+        i = 0;
     }
     pt->r[i].lo = lo;
     pt->r[i].last = last;
+    pt->rhint[i] = hint_pack(flags);
     pt->nranges = (uint8_t)(i + 1);
+    check_ceiling(pt, i);
 }
 
 void mmp_core_pt_flush_now(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
 {
     emit_barrier(pt);
-    call_flush(pt, &pt->st, lo, last, flags);
+    call_flush(pt, &pt->st, false, lo, last, flags);
 }
 
 void mmp_core_pt_bbm(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
@@ -116,7 +172,7 @@ void mmp_core_pt_emit(const struct pt *pt, struct mmp_pt_stats *st, bool flush, 
     mmp_arch_pt_barrier();
     st->barriers++;
     if (flush)
-        call_flush(pt, st, lo, last, flags);
+        call_flush(pt, st, false, lo, last, flags);
 }
 
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
@@ -156,14 +212,10 @@ void mmp_core_pt_sync(struct pt *pt)
     bool have = pt->flush_all || pt->nranges || pt->dfree || pt->nkept;
     if (pt->barrier_pending || have)
         emit_barrier(pt);
-    if (pt->flush_all) {
-        pt->st.flushes++;
-        if (pt->ops.tlb_flush)
-            pt->ops.tlb_flush(pt->ops.ctx, 0, 0, MMP_FLUSH_ALL);
-    } else {
-        for (unsigned i = 0; i < pt->nranges; i++)
-            call_flush(pt, &pt->st, pt->r[i].lo, pt->r[i].last, pt->range_flags);
-    }
+    if (pt->flush_all)
+        call_flush(pt, &pt->st, true, 0, 0, 0);
+    for (unsigned i = 0; i < pt->nranges; i++)
+        call_flush(pt, &pt->st, false, pt->r[i].lo, pt->r[i].last, hint_unpack(pt->rhint[i]));
     pt->flush_all = 0;
     pt->nranges = 0;
     while (pt->dfree) {
@@ -191,4 +243,17 @@ void mmp_core_pt_call_end(struct pt *pt)
     }
     if (pt->barrier_pending || pt->nranges || pt->flush_all || pt->dfree || pt->nkept)
         mmp_core_pt_sync(pt);
+}
+
+void mmp_core_pt_maint(const struct pt *pt, uint64_t pa, uint64_t size, uint32_t attrs)
+{
+    /* Clean before invalidating the instruction cache: the I-side fills
+     * from the point of unification the clean reaches (and a clean to the
+     * point of coherency passes it). */
+    if ((pt->g.maint & MMP_PT_MAINT_DCACHE_CLEAN) && pt->ops.dcache_clean_poc &&
+        (attrs & MMP_MEM_MASK) == MMP_MEM_NORMAL_WB)
+        pt->ops.dcache_clean_poc(pt->ops.ctx, pa, size);
+    if ((pt->g.maint & MMP_PT_MAINT_ICACHE_INVAL) && pt->ops.icache_inval_pou &&
+        (attrs & MMP_PROT_EXEC))
+        pt->ops.icache_inval_pou(pt->ops.ctx, pa, size);
 }

@@ -177,7 +177,7 @@ static void sh_flush_add(struct pt_op *o, uint64_t lo, uint64_t last, unsigned f
     }
     o->fl_lo = lo < o->fl_lo ? lo : o->fl_lo;
     o->fl_last = last > o->fl_last ? last : o->fl_last;
-    o->fl_flags &= fflags;
+    o->fl_flags = pt_fl_merge(o->fl_flags, fflags);
 }
 
 static bool sh_break(struct pt_op *o, uint64_t lo, uint64_t last, bool needed, unsigned fflags)
@@ -215,6 +215,8 @@ static bool pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsi
         return false;
     const struct mmp_pt_geom *g = o->g;
     uint64_t sz = slot_size(g, d), va_hi = va_lo + (uint64_t)(hi - lo + 1) * sz - 1;
+    if (fflags & MMP_FLUSH_LEAF)
+        fflags = pt_fl_leaf(g, d);
     if (o->shared)
         return sh_break(o, va_lo, va_hi, needed, fflags);
     if (!needed) {
@@ -361,7 +363,7 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
         size_change_ready(o, base, base + sz - 1, false);
         link_table(o, s->t, s->i, cpa, false);
         o->st->split_flushes++;
-        mmp_core_pt_flush_now(o->pt, base, base + sz - 1, MMP_FLUSH_LEAF);
+        mmp_core_pt_flush_now(o->pt, base, base + sz - 1, pt_fl_leaf(g, d));
         s->tag = T_NONE;
         return pt_descend(s, c, PT_TABLE, false);
     }
@@ -976,6 +978,8 @@ static int sh_change(struct pt_op *o, uint64_t *t, unsigned d, unsigned i, uint6
 {
     const struct mmp_pt_geom *g = o->g;
     uint64_t sz = slot_size(g, d), cb = g->cont_bit;
+    if (fflags & MMP_FLUSH_LEAF)
+        fflags = pt_fl_leaf(g, d);
     if (!(e & g->valid_bit) || !(e & cb)) {
         if (!needed) {
             uint64_t f = pt_cas(&t[i], e, v);
@@ -1294,6 +1298,8 @@ static inline __attribute__((always_inline)) int pt_run_shared(struct pt_op *o, 
     int rc = sh_unit(o, va, last);
     if (rc)
         return rc;
+    if (o->kind == OP_MAP) /* before any store; see mmp_pt_map() */
+        mmp_core_pt_maint(pt, va + o->delta, last - va + 1, o->attrs);
     bool epoch = !pt->ops.retire_table;
     if (epoch)
         mmp_host_epoch_enter();
@@ -1333,6 +1339,10 @@ static inline __attribute__((always_inline)) int pt_run(struct pt_op *o, uint64_
     if (rc)
         return rc;
     o->prep = false;
+    /* The call cannot fail from here: the new memory's cache maintenance
+     * before the first store (mmp_pt_ops::dcache_clean_poc). */
+    if (o->kind == OP_MAP)
+        mmp_core_pt_maint(pt, va + o->delta, last - va + 1, o->attrs);
     /* A map over a range whose flush a lazy section deferred (unmap, then
      * map again) would write valid entries while the old translations may
      * still be cached: emit the pending flush first (break-before-make is

@@ -38,7 +38,9 @@ struct pt {
     uint8_t max_ranges;
     uint8_t flush_all;
     uint8_t nkept;
-    uint32_t range_flags; /* AND of the pending ranges' MMP_FLUSH_* hints */
+    uint8_t global; /* a GLOBAL leaf was asked for: flushes say MMP_FLUSH_GLOBAL */
+    uint8_t rhint[PT_MAX_RANGES]; /* per pending range: its hints, packed */
+    uint32_t ceiling;             /* mmp_pt_config::flush_ceiling, resolved */
     uint32_t lazy_depth;
     uint32_t lazy_paused;
     struct pt_range r[PT_MAX_RANGES];
@@ -162,6 +164,23 @@ static inline size_t pt_nent(const struct mmp_pt_geom *g, unsigned d)
 }
 
 /* Batching layer (pt_batch.c). */
+/* Flush ceiling and range count from the configuration (mmp_pt_init). */
+void mmp_core_pt_batch_init(struct pt *pt, const struct mmp_pt_config *cfg);
+/* Flush hints for leaves at depth d that changed: MMP_FLUSH_LEAF and
+ * their stride. */
+static inline unsigned pt_fl_leaf(const struct mmp_pt_geom *g, unsigned d)
+{
+    return MMP_FLUSH_LEAF | ((unsigned)g->shift[d] << MMP_FLUSH_STRIDE_SHIFT);
+}
+/* The hints of two flushes made one: LEAF if both had it, the stride if
+ * both had the same. */
+static inline unsigned pt_fl_merge(unsigned a, unsigned b)
+{
+    unsigned f = a & b & ~MMP_FLUSH_STRIDE_MASK;
+    if (((a ^ b) & MMP_FLUSH_STRIDE_MASK) == 0 && (f & MMP_FLUSH_LEAF))
+        f |= a & MMP_FLUSH_STRIDE_MASK;
+    return f;
+}
 /* n descriptors were stored into tables a walker can reach. */
 static inline void pt_written(struct pt *pt, uint64_t n)
 {
@@ -204,6 +223,16 @@ void mmp_core_pt_emit(const struct pt *pt, struct mmp_pt_stats *st, bool flush, 
                       uint64_t last, unsigned flags);
 /* Emit everything pending now (lazy leave/flush/pause). */
 void mmp_core_pt_sync(struct pt *pt);
+/* A map of [pa, pa+size) with attrs is about to be written: the cache
+ * maintenance the format asks for (mmp_pt_info::maint), through the ops
+ * hooks, complete before the first store. */
+void mmp_core_pt_maint(const struct pt *pt, uint64_t pa, uint64_t size, uint32_t attrs);
+/* A map or protect asks for a global leaf: flushes say so from now on. */
+static inline void pt_note_global(struct pt *pt, uint32_t attrs)
+{
+    if ((attrs & MMP_PROT_GLOBAL) && !AO_char_load(&pt->global))
+        AO_char_store(&pt->global, 1);
+}
 
 /* Input-range check shared by every call: alignment (-EINVAL), wrap
  * (-EOVERFLOW), VA bits / canonical form (-ERANGE); *last = va+size-1. */

@@ -38,6 +38,7 @@ static int op_init(struct pt_op *o, struct mmp_pt *p, int kind, uint32_t attrs)
         if (rc)
             return rc;
     }
+    pt_note_global(pt, attrs);
     return 0;
 }
 

@@ -142,6 +142,7 @@ struct env {
     enum mmp_pt_format fmt;
     int el2, x86, sign, ept, npt, xo, fwb; /* x86: the x86 geometry (EPT, NPT too) */
     uint64_t max_leaf;
+    uint64_t ceiling; /* the default flush ceiling of the format (pt.h) */
     unsigned gs, bpl, nlev, start, pa_bits, va_bits;
     uint64_t mair;
     struct tpage *root;
@@ -932,8 +933,12 @@ static void f_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
         fprintf(stderr, "  tlb_flush va %#llx size %#llx flags %#x\n", (ull)va, (ull)size, flags);
     if (!e->ready)
         return;
-    if (flags & ~(unsigned)(MMP_FLUSH_LEAF | MMP_FLUSH_ALL))
+    if (flags & ~(unsigned)(MMP_FLUSH_LEAF | MMP_FLUSH_ALL | MMP_FLUSH_GLOBAL |
+                            MMP_FLUSH_STRIDE_MASK))
         FAILF("tlb_flush", "unknown flags %#x", flags);
+    if ((flags & MMP_FLUSH_GLOBAL) && (e->x86 ? e->fmt != MMP_PT_X86_64 : e->fmt != MMP_PT_ARM64_S1 || e->el2))
+        FAILF("tlb_flush", "MMP_FLUSH_GLOBAL from a format without global entries");
+    unsigned stride = (flags & MMP_FLUSH_LEAF) ? MMP_FLUSH_STRIDE(flags) : 0;
     uint64_t gm = (1ull << e->gs) - 1, hi = va + size - 1;
     if (!(flags & MMP_FLUSH_ALL)) {
         if (!size)
@@ -942,7 +947,15 @@ static void f_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
             FAILF("tlb_flush", "va %#llx size %#llx wraps", (ull)va, (ull)size);
         if ((va | size) & gm)
             FAILF("tlb_flush", "va %#llx size %#llx not granule-aligned", (ull)va, (ull)size);
+        if (MMP_FLUSH_STRIDE(flags) && (!stride || stride < e->gs || ((va | size) & ((1ull << stride) - 1))))
+            FAILF("tlb_flush", "va %#llx size %#llx flags %#x: bad stride", (ull)va, (ull)size,
+                  flags);
+        if ((size >> (stride ? stride : e->gs)) > e->ceiling)
+            FAILF("tlb_flush", "va %#llx size %#llx flags %#x: more invalidations than the "
+                  "ceiling %llu", (ull)va, (ull)size, flags, (ull)e->ceiling);
     } else {
+        if (flags & ~(unsigned)(MMP_FLUSH_ALL | MMP_FLUSH_GLOBAL))
+            FAILF("tlb_flush", "MMP_FLUSH_ALL with flags %#x", flags);
         va = 0;
         hi = ~0ull;
     }
@@ -958,7 +971,12 @@ static void f_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
     size_t w = 0;
     for (size_t i = 0; i < e->nst; i++) { /* keep what lies outside the flush */
         struct stale s = e->st[i];
-        if (s.hi < va || s.lo > hi) {
+        /* A flush that gives a stride invalidates (arm64 TTL hint) only
+         * leaves of that size; one without MMP_FLUSH_GLOBAL not global
+         * ones (a flush by ASID / PCID). */
+        int missed = (stride && s.r.size != 1ull << stride) ||
+                      ((s.r.attrs & MMP_PROT_GLOBAL) && !(flags & MMP_FLUSH_GLOBAL));
+        if (s.hi < va || s.lo > hi || missed) {
             keep[w++] = s;
             continue;
         }
@@ -1316,7 +1334,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         : ml == 2 ? 16ull * fc->granule
                                   : 0;
     struct mmp_pt_config cfg = {fc->format, fc->granule, fc->va_bits, pa_bits, cfl,
-                                data[2] % 9u, max_leaf};
+                                data[2] % 9u, max_leaf, 0};
     static struct env e;
     memset(&e, 0, sizeof e);
     cov.layouts |= 1u << (data[0] % NCFGS);
@@ -1353,6 +1371,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     e.xo = (cfl & MMP_PT_EPT_XO) != 0;
     e.fwb = (cfl & MMP_PT_S2FWB) != 0;
     e.max_leaf = max_leaf;
+    e.ceiling = fc->format == MMP_PT_ARM64_S1 || fc->format == MMP_PT_ARM64_S2 ? fc->granule / 8 : 33;
     e.el2 = (cfl & MMP_PT_EL2) != 0;
     e.bpl = e.gs - 3;
     e.nlev = info.levels;

@@ -22,22 +22,22 @@ struct tcfg {
 };
 
 static const struct tcfg pt_cfgs[] = {
-    {"x86-64", {MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0}},
-    {"x86-64-la57", {MMP_PT_X86_64, 4096, 57, 0, 0, 0, 0}},
-    {"arm64-4k-48", {MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0}},
-    {"arm64-4k-39", {MMP_PT_ARM64_S1, 4096, 39, 0, 0, 0, 0}},
-    {"arm64-16k-47", {MMP_PT_ARM64_S1, 16384, 47, 0, 0, 0, 0}},
-    {"arm64-16k-48", {MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0, 0}},
-    {"arm64-64k-42", {MMP_PT_ARM64_S1, 65536, 42, 0, 0, 0, 0}},
-    {"arm64-64k-48", {MMP_PT_ARM64_S1, 65536, 48, 0, 0, 0, 0}},
-    {"arm64-s2-4k-40", {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0}},
-    {"arm64-s2-16k-48", {MMP_PT_ARM64_S2, 16384, 48, 0, 0, 0, 0}},
-    {"arm64-s2-64k-44", {MMP_PT_ARM64_S2, 65536, 44, 0, 0, 0, 0}},
-    {"arm64-el2-4k-48", {MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_EL2, 0, 0}},
-    {"x86-ept", {MMP_PT_X86_EPT, 4096, 48, 0, 0, 0, 0}},
-    {"x86-ept-5-ad-xo", {MMP_PT_X86_EPT, 4096, 57, 0, MMP_PT_EPT_AD | MMP_PT_EPT_XO, 0, 0}},
-    {"x86-npt", {MMP_PT_X86_NPT, 4096, 48, 0, 0, 0, 0}},
-    {"x86-npt-5", {MMP_PT_X86_NPT, 4096, 57, 0, 0, 0, 0}},
+    {"x86-64", {MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0, 0}},
+    {"x86-64-la57", {MMP_PT_X86_64, 4096, 57, 0, 0, 0, 0, 0}},
+    {"arm64-4k-48", {MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0, 0}},
+    {"arm64-4k-39", {MMP_PT_ARM64_S1, 4096, 39, 0, 0, 0, 0, 0}},
+    {"arm64-16k-47", {MMP_PT_ARM64_S1, 16384, 47, 0, 0, 0, 0, 0}},
+    {"arm64-16k-48", {MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0, 0, 0}},
+    {"arm64-64k-42", {MMP_PT_ARM64_S1, 65536, 42, 0, 0, 0, 0, 0}},
+    {"arm64-64k-48", {MMP_PT_ARM64_S1, 65536, 48, 0, 0, 0, 0, 0}},
+    {"arm64-s2-4k-40", {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0, 0}},
+    {"arm64-s2-16k-48", {MMP_PT_ARM64_S2, 16384, 48, 0, 0, 0, 0, 0}},
+    {"arm64-s2-64k-44", {MMP_PT_ARM64_S2, 65536, 44, 0, 0, 0, 0, 0}},
+    {"arm64-el2-4k-48", {MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_EL2, 0, 0, 0}},
+    {"x86-ept", {MMP_PT_X86_EPT, 4096, 48, 0, 0, 0, 0, 0}},
+    {"x86-ept-5-ad-xo", {MMP_PT_X86_EPT, 4096, 57, 0, MMP_PT_EPT_AD | MMP_PT_EPT_XO, 0, 0, 0}},
+    {"x86-npt", {MMP_PT_X86_NPT, 4096, 48, 0, 0, 0, 0, 0}},
+    {"x86-npt-5", {MMP_PT_X86_NPT, 4096, 57, 0, 0, 0, 0, 0}},
 };
 #define NCFG (sizeof pt_cfgs / sizeof pt_cfgs[0])
 
@@ -68,6 +68,7 @@ struct tenv {
     int nflush;
     struct flush_rec log[512];
     int inspect; /* look the range up in the flush callback */
+    uint64_t probe_va, probe_size; /* ... and this range for MMP_FLUSH_ALL */
     /* free_table calls: were they covered by an earlier flush? (lazy tests) */
     int nfree, free_uncovered;
     int free_flushes[256]; /* e->nflush when each free_table call came */
@@ -123,7 +124,9 @@ static inline void t_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags
         r->va = va;
         r->size = size;
         r->flags = flags;
-        r->all_invalid = e->inspect && !(flags & MMP_FLUSH_ALL) ? sampled_invalid(e, va, size) : 0;
+        if (flags & MMP_FLUSH_ALL)
+            va = e->probe_va, size = e->probe_size;
+        r->all_invalid = e->inspect && size ? sampled_invalid(e, va, size) : 0;
     }
     e->nflush++;
 }

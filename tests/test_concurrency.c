@@ -204,21 +204,21 @@ static int steps(void)
 
 START_TEST(readers_see_only_whole_descriptors_x86)
 {
-    struct mmp_pt_config c = {MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0};
+    struct mmp_pt_config c = {MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0, 0};
     run_concurrent(&c, steps());
 }
 END_TEST
 
 START_TEST(readers_see_only_whole_descriptors_arm64_4k)
 {
-    struct mmp_pt_config c = {MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0};
+    struct mmp_pt_config c = {MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0, 0};
     run_concurrent(&c, steps());
 }
 END_TEST
 
 START_TEST(readers_see_only_whole_descriptors_arm64_64k_s2)
 {
-    struct mmp_pt_config c = {MMP_PT_ARM64_S2, 65536, 44, 0, 0, 0, 0};
+    struct mmp_pt_config c = {MMP_PT_ARM64_S2, 65536, 44, 0, 0, 0, 0, 0};
     run_concurrent(&c, steps());
 }
 END_TEST

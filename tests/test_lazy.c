@@ -15,6 +15,7 @@ static struct tenv *env_nofold(size_t i)
 {
     struct mmp_pt_config c = pt_cfgs[lazy_cfgs[i]].c;
     c.flags |= MMP_PT_NO_FOLD;
+    c.flush_ceiling = 512; /* these count flush ranges; test_pt_flush the ceiling */
     return tenv_new(&c);
 }
 
@@ -44,7 +45,8 @@ START_TEST(one_barrier_per_call)
         ck_assert_int_eq(e->nflush, 1); /* one coalesced flush for the call */
         ck_assert_uint_eq(e->log[0].va, 1ull << 30);
         ck_assert_uint_eq(e->log[0].size, 512 * G);
-        ck_assert_uint_eq(e->log[0].flags, MMP_FLUSH_LEAF);
+        ck_assert_uint_eq(e->log[0].flags & ~MMP_FLUSH_STRIDE_MASK, MMP_FLUSH_LEAF);
+        ck_assert_uint_eq(1ull << MMP_FLUSH_STRIDE(e->log[0].flags), G);
         tenv_free(e);
     }
 }
@@ -202,9 +204,10 @@ START_TEST(deferred_free_after_flush)
         for (int k = 0; k < 4; k++) {
             int covered = 0;
             for (int f = 0; f < e->free_flushes[0]; f++)
-                covered |= e->log[f].va <= va + k * span &&
-                           e->log[f].va + e->log[f].size >= va + (k + 1) * span &&
-                           !(e->log[f].flags & MMP_FLUSH_LEAF);
+                covered |= (e->log[f].flags & MMP_FLUSH_ALL) ||
+                           (e->log[f].va <= va + k * span &&
+                            e->log[f].va + e->log[f].size >= va + (k + 1) * span &&
+                            !(e->log[f].flags & MMP_FLUSH_LEAF));
             ck_assert_msg(covered, "%s: table %d not covered", pt_cfgs[lazy_cfgs[i]].name, k);
         }
         tenv_free(e);

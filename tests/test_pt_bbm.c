@@ -63,6 +63,8 @@ START_TEST(x86_size_change_breaks_first)
         mmp_pt_stats(&e->pt, &a);
         e->nflush = 0;
         e->inspect = 1;
+        e->probe_va = va; /* (a 2 MiB non-leaf flush is over the ceiling: a full flush) */
+        e->probe_size = B;
         ck_assert_int_eq(mmp_pt_map(&e->pt, va, 32 * B, B, RW, MMP_MAP_REPLACE), 0);
         e->inspect = 0;
         mmp_pt_stats(&e->pt, &b);

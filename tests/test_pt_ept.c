@@ -7,8 +7,8 @@
  */
 #include "pt_harness.h"
 
-#define EPT4 {MMP_PT_X86_EPT, 4096, 48, 0, 0, 0, 0}
-#define NPT4 {MMP_PT_X86_NPT, 4096, 48, 0, 0, 0, 0}
+#define EPT4 {MMP_PT_X86_EPT, 4096, 48, 0, 0, 0, 0, 0}
+#define NPT4 {MMP_PT_X86_NPT, 4096, 48, 0, 0, 0, 0, 0}
 #define X 0x4ull         /* EPT execute */
 #define MT(t) ((uint64_t)(t) << 3)
 #define IPAT (1ull << 6)
@@ -59,7 +59,7 @@ END_TEST
 /* EPT_AD: A (bit 8) on tables and leaves, D (bit 9) on writable leaves. */
 START_TEST(ept_accessed_dirty)
 {
-    const struct mmp_pt_config c = {MMP_PT_X86_EPT, 4096, 57, 0, MMP_PT_EPT_AD, 0, 0};
+    const struct mmp_pt_config c = {MMP_PT_X86_EPT, 4096, 57, 0, MMP_PT_EPT_AD, 0, 0, 0};
     struct tenv *e = tenv_new(&c);
     const uint64_t pa = 0x5000;
     ck_assert_uint_eq(leaf_desc(e, 0x1000, pa, 4096, RW), pa | 0x3 | MT(6) | 0x300);
@@ -121,7 +121,7 @@ START_TEST(ept_refused)
     ck_assert_uint_eq(b.table_pages, a.table_pages);
     /* Address bits above MAXPHYADDR are reserved: -ERANGE. */
     tenv_free(e);
-    const struct mmp_pt_config c39 = {MMP_PT_X86_EPT, 4096, 48, 39, 0, 0, 0};
+    const struct mmp_pt_config c39 = {MMP_PT_X86_EPT, 4096, 48, 39, 0, 0, 0, 0};
     e = tenv_new(&c39);
     ck_assert_int_eq(mmp_pt_map(&e->pt, 0, 1ull << 39, 4096, RW, 0), -MMP_ERANGE);
     ck_assert_int_eq(mmp_pt_map(&e->pt, 0, (1ull << 39) - 4096, 4096, RW, 0), 0);
@@ -132,7 +132,7 @@ END_TEST
 /* Execute-only with the capability: bits 2:0 = 100b. */
 START_TEST(ept_execute_only)
 {
-    const struct mmp_pt_config c = {MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_XO, 0, 0};
+    const struct mmp_pt_config c = {MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_XO, 0, 0, 0};
     struct tenv *e = tenv_new(&c);
     ck_assert_uint_eq(leaf_desc(e, 0x1000, 0x3000, 4096, MMP_PROT_EXEC), 0x3000 | X | MT(6));
     ck_assert_uint_eq(leaf_desc(e, 1 << 21, 1 << 21, 1 << 21, MMP_PROT_EXEC | MMP_MEM_DEVICE),
@@ -155,16 +155,16 @@ START_TEST(ept_npt_config_flags)
         struct mmp_pt_config c;
         int rc;
     } cases[] = {
-        {{MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_MBEC, 0, 0}, -MMP_ENOTSUP},
-        {{MMP_PT_X86_EPT, 4096, 52, 0, 0, 0, 0}, -MMP_EINVAL},
-        {{MMP_PT_X86_EPT, 16384, 48, 0, 0, 0, 0}, -MMP_EINVAL},
-        {{MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EL2, 0, 0}, -MMP_EINVAL},
-        {{MMP_PT_X86_64, 4096, 48, 0, MMP_PT_EPT_XO, 0, 0}, -MMP_EINVAL},
-        {{MMP_PT_X86_NPT, 4096, 48, 0, MMP_PT_EPT_AD, 0, 0}, -MMP_EINVAL},
-        {{MMP_PT_ARM64_S2, 4096, 40, 0, MMP_PT_EPT_XO, 0, 0}, -MMP_EINVAL},
-        {{MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_EPT_AD, 0, 0}, -MMP_EINVAL},
-        {{MMP_PT_X86_NPT, 4096, 57, 0, 0, 0, 0}, 0},
-        {{MMP_PT_X86_EPT, 4096, 57, 40, MMP_PT_EPT_XO | MMP_PT_EPT_AD, 0, 0}, 0},
+        {{MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_MBEC, 0, 0, 0}, -MMP_ENOTSUP},
+        {{MMP_PT_X86_EPT, 4096, 52, 0, 0, 0, 0, 0}, -MMP_EINVAL},
+        {{MMP_PT_X86_EPT, 16384, 48, 0, 0, 0, 0, 0}, -MMP_EINVAL},
+        {{MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EL2, 0, 0, 0}, -MMP_EINVAL},
+        {{MMP_PT_X86_64, 4096, 48, 0, MMP_PT_EPT_XO, 0, 0, 0}, -MMP_EINVAL},
+        {{MMP_PT_X86_NPT, 4096, 48, 0, MMP_PT_EPT_AD, 0, 0, 0}, -MMP_EINVAL},
+        {{MMP_PT_ARM64_S2, 4096, 40, 0, MMP_PT_EPT_XO, 0, 0, 0}, -MMP_EINVAL},
+        {{MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_EPT_AD, 0, 0, 0}, -MMP_EINVAL},
+        {{MMP_PT_X86_NPT, 4096, 57, 0, 0, 0, 0, 0}, 0},
+        {{MMP_PT_X86_EPT, 4096, 57, 40, MMP_PT_EPT_XO | MMP_PT_EPT_AD, 0, 0, 0}, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct tenv *e = calloc(1, sizeof *e);
@@ -208,7 +208,7 @@ END_TEST
 START_TEST(regs_values)
 {
     struct mmp_pt_regs r;
-    struct mmp_pt_config x86 = {MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0};
+    struct mmp_pt_config x86 = {MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0, 0};
     struct tenv *e = tenv_new(&x86);
     uint64_t root = mmp_pt_root(&e->pt);
     memset(&r, 0xff, sizeof r);
@@ -232,11 +232,11 @@ START_TEST(regs_values)
         uint64_t low;
     } ept[] = {
         {EPT4, 6 | 3 << 3},
-        {{MMP_PT_X86_EPT, 4096, 57, 0, 0, 0, 0}, 6 | 4 << 3},
-        {{MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_AD, 0, 0}, 6 | 3 << 3 | 1 << 6},
-        {{MMP_PT_X86_EPT, 4096, 57, 0, MMP_PT_EPT_AD | MMP_PT_EPT_XO, 0, 0}, 6 | 4 << 3 | 1 << 6},
+        {{MMP_PT_X86_EPT, 4096, 57, 0, 0, 0, 0, 0}, 6 | 4 << 3},
+        {{MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_AD, 0, 0, 0}, 6 | 3 << 3 | 1 << 6},
+        {{MMP_PT_X86_EPT, 4096, 57, 0, MMP_PT_EPT_AD | MMP_PT_EPT_XO, 0, 0, 0}, 6 | 4 << 3 | 1 << 6},
         {NPT4, 0}, /* nCR3: the root alone */
-        {{MMP_PT_X86_NPT, 4096, 57, 0, 0, 0, 0}, 0},
+        {{MMP_PT_X86_NPT, 4096, 57, 0, 0, 0, 0, 0}, 0},
     };
     for (size_t i = 0; i < sizeof ept / sizeof ept[0]; i++) {
         e = tenv_new(&ept[i].c);

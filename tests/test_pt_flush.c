@@ -2,8 +2,9 @@
 /*
  * Flush ranges and their order: a covering range never wraps to size 0 nor
  * crosses the x86 hole, a range merges into a pending one before it counts
- * against flush_ranges, and a lazy map over a range whose flush is pending
- * emits that flush first.
+ * against flush_ranges, a lazy map over a range whose flush is pending
+ * emits that flush first, no flush stands for more invalidations than the
+ * ceiling, and the hints (stride, global) say what changed.
  */
 #include "pt_harness.h"
 
@@ -96,6 +97,8 @@ START_TEST(lazy_unmap_then_map_flushes_first)
         ck_assert_int_eq(mmp_pt_unmap(&e->pt, va, B), 0);
         e->nflush = 0;
         e->inspect = 1;
+        e->probe_va = va; /* a full flush (the ceiling) must see it invalid too */
+        e->probe_size = B;
         ck_assert_int_eq(mmp_pt_map(&e->pt, va, 8 * B, G, RW, 0), 0);
         int before = e->nflush;
         ck_assert_int_eq(mmp_lazy_leave(&e->pt), 0);
@@ -114,11 +117,212 @@ START_TEST(lazy_unmap_then_map_flushes_first)
 }
 END_TEST
 
+/* Every ranged flush in the log stands for at most `ceiling` steps of
+ * its stride (the granule where it gives none), and a stride comes with
+ * MMP_FLUSH_LEAF and aligns the range. */
+static void check_ceiling(const struct tenv *e, uint64_t ceiling, unsigned gshift,
+                          const char *ctx)
+{
+    for (int i = 0; i < e->nflush && i < 512; i++) {
+        const struct flush_rec *r = &e->log[i];
+        unsigned s = MMP_FLUSH_STRIDE(r->flags);
+        if (r->flags & MMP_FLUSH_ALL) {
+            ck_assert_msg(r->va == 0 && r->size == 0 && !(r->flags & ~(MMP_FLUSH_ALL | MMP_FLUSH_GLOBAL)),
+                          "%s: flush %d: MMP_FLUSH_ALL with va %#llx size %#llx flags %#x", ctx,
+                          i, (unsigned long long)r->va, (unsigned long long)r->size, r->flags);
+            continue;
+        }
+        ck_assert_msg(!s || (r->flags & MMP_FLUSH_LEAF), "%s: flush %d: stride without LEAF", ctx, i);
+        ck_assert_msg(!s || !((r->va | r->size) & ((1ull << s) - 1)),
+                      "%s: flush %d: [%#llx, +%#llx) not aligned to its stride 2^%u", ctx, i,
+                      (unsigned long long)r->va, (unsigned long long)r->size, s);
+        uint64_t steps = r->size >> (s ? s : gshift);
+        ck_assert_msg(r->size && steps <= ceiling,
+                      "%s: flush %d: [%#llx, +%#llx) flags %#x is %llu invalidations, ceiling %llu",
+                      ctx, i, (unsigned long long)r->va, (unsigned long long)r->size, r->flags,
+                      (unsigned long long)steps, (unsigned long long)ceiling);
+    }
+}
+
+static unsigned log2u(uint64_t x)
+{
+    unsigned b = 0;
+    while (x > 1) {
+        x >>= 1;
+        b++;
+    }
+    return b;
+}
+
+/* The documented defaults: 33 on the x86 formats, one table's entries on arm64. */
+static uint64_t default_ceiling(const struct mmp_pt_config *c)
+{
+    int arm = c->format == MMP_PT_ARM64_S1 || c->format == MMP_PT_ARM64_S2;
+    return arm ? c->granule / 8 : 33;
+}
+
+/* Issue #17 item 2: five one-page unmaps in one lazy section, spread over
+ * the input space, used to end in one covering flush of most of it
+ * (arm64 stage 2, 48-bit IPA: va 0, size 0x808000000000). No flush may
+ * stand for more than the ceiling's invalidations; every page is still
+ * covered. Every format, default ceiling. */
+START_TEST(flush_ceiling_spread_unmaps)
+{
+    static const struct mmp_pt_config s2_48 = {MMP_PT_ARM64_S2, 4096, 48, 0, 0, 0, 0, 0};
+    for (size_t c = 0; c <= NCFG; c++) {
+        const struct mmp_pt_config *cfg = c < NCFG ? &pt_cfgs[c].c : &s2_48;
+        const char *name = c < NCFG ? pt_cfgs[c].name : "arm64-s2-4k-48";
+        struct tenv *e = tenv_new(cfg);
+        struct mmp_pt_info inf;
+        mmp_pt_info(&e->pt, &inf);
+        uint64_t G = inf.granule, top = 1ull << (inf.va_bits - 1); /* lower half on x86 */
+        uint64_t vas[5] = {0, top / 64, top / 4, top / 2 + 8 * G, top - G};
+        for (int i = 0; i < 5; i++)
+            ck_assert_int_eq(mmp_pt_map(&e->pt, vas[i], (uint64_t)(i + 1) << 24, G, RW, 0), 0);
+        e->nflush = 0;
+        ck_assert_int_eq(mmp_lazy_enter(&e->pt), 0);
+        for (int i = 0; i < 5; i++)
+            ck_assert_int_eq(mmp_pt_unmap(&e->pt, vas[i], G), 0);
+        ck_assert_int_eq(mmp_lazy_leave(&e->pt), 0);
+        check_ceiling(e, default_ceiling(cfg), log2u(G), name);
+        for (int i = 0; i < 5; i++) {
+            int ok = 0;
+            for (int k = 0; k < e->nflush; k++)
+                ok |= covers(&e->log[k], vas[i]);
+            ck_assert_msg(ok, "%s: va %#llx never flushed", name, (unsigned long long)vas[i]);
+        }
+        tenv_free(e);
+    }
+}
+END_TEST
+
+/* One call over more pages than the ceiling (no lazy section) flushes
+ * all; at the ceiling it flushes the range, with the pages' stride. A
+ * configured ceiling replaces the default. */
+START_TEST(flush_ceiling_one_call)
+{
+    for (size_t c = 0; c < NCFG; c++) {
+        for (uint32_t ceil = 0; ceil <= 8; ceil += 8) {
+            struct mmp_pt_config cfg = pt_cfgs[c].c;
+            cfg.flush_ceiling = ceil;
+            uint64_t lim = ceil ? ceil : default_ceiling(&cfg);
+            struct tenv *e = tenv_new(&cfg);
+            struct mmp_pt_info inf;
+            mmp_pt_info(&e->pt, &inf);
+            uint64_t G = inf.granule, va = 1ull << 30;
+            ck_assert_int_eq(mmp_pt_map(&e->pt, va, 1ull << 31, (lim + 1) * G, RW,
+                                        MMP_MAP_NO_BLOCK | MMP_MAP_NO_CONT),
+                             0);
+            e->nflush = 0;
+            ck_assert_int_eq(mmp_pt_protect(&e->pt, va, lim * G, RO), 0);
+            ck_assert_int_eq(e->nflush, 1);
+            ck_assert_msg(!(e->log[0].flags & MMP_FLUSH_ALL) && e->log[0].va == va &&
+                              e->log[0].size == lim * G,
+                          "%s ceiling %u: a flush of %llu pages went out as %#x [%#llx, +%#llx)",
+                          pt_cfgs[c].name, ceil, (unsigned long long)lim, e->log[0].flags,
+                          (unsigned long long)e->log[0].va, (unsigned long long)e->log[0].size);
+            ck_assert_uint_eq(MMP_FLUSH_STRIDE(e->log[0].flags), log2u(G));
+            ck_assert_uint_ne(e->log[0].flags & MMP_FLUSH_LEAF, 0);
+            ck_assert_int_eq(mmp_pt_protect(&e->pt, va, lim * G, RW), 0);
+            e->nflush = 0;
+            ck_assert_int_eq(mmp_pt_protect(&e->pt, va, (lim + 1) * G, RO), 0);
+            ck_assert_int_eq(e->nflush, 1);
+            ck_assert_msg(e->log[0].flags & MMP_FLUSH_ALL, "%s ceiling %u: %llu pages flushed as a range",
+                          pt_cfgs[c].name, ceil, (unsigned long long)(lim + 1));
+            check_ceiling(e, lim, log2u(G), pt_cfgs[c].name);
+            tenv_free(e);
+        }
+    }
+}
+END_TEST
+
+/* A block's flush counts in blocks: unmapping one block is one
+ * invalidation of the block's stride, never a full flush; a split gives
+ * the block's stride (and on x86, which splits first, then the page's). */
+START_TEST(flush_stride_of_blocks)
+{
+    for (size_t c = 0; c < NCFG; c++) {
+        struct tenv *e = tenv_new(&pt_cfgs[c].c);
+        struct mmp_pt_info inf;
+        mmp_pt_info(&e->pt, &inf);
+        uint64_t B = first_block(&inf), G = inf.granule;
+        ck_assert_int_eq(mmp_pt_map(&e->pt, 4 * B, 8 * B, 2 * B, RW, MMP_MAP_NO_CONT), 0);
+        e->nflush = 0;
+        ck_assert_int_eq(mmp_pt_unmap(&e->pt, 4 * B, B), 0);
+        ck_assert_int_eq(e->nflush, 1);
+        ck_assert_msg(!(e->log[0].flags & MMP_FLUSH_ALL) && e->log[0].size == B &&
+                          MMP_FLUSH_STRIDE(e->log[0].flags) == log2u(B),
+                      "%s: block unmap flushed [%#llx, +%#llx) flags %#x", pt_cfgs[c].name,
+                      (unsigned long long)e->log[0].va, (unsigned long long)e->log[0].size,
+                      e->log[0].flags);
+        e->nflush = 0;
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, 5 * B + G, G, RO), 0);
+        int block = 0, page = 0;
+        for (int i = 0; i < e->nflush; i++) {
+            unsigned s = MMP_FLUSH_STRIDE(e->log[i].flags);
+            block |= s == log2u(B) && e->log[i].va == 5 * B;
+            page |= s == log2u(G) && covers(&e->log[i], 5 * B + G);
+            ck_assert_msg(s == log2u(B) || s == log2u(G), "%s: stride 2^%u", pt_cfgs[c].name, s);
+        }
+        /* (x86 splits first, then changes the page in the live table;
+         * arm64 breaks the block and links a table already changed) */
+        ck_assert_msg(block && page == pt_cfg_x86(c),
+                      "%s: split flushes: block stride %d, page stride %d", pt_cfgs[c].name,
+                      block, page);
+        check_ceiling(e, default_ceiling(&pt_cfgs[c].c), log2u(G), pt_cfgs[c].name);
+        tenv_free(e);
+    }
+}
+END_TEST
+
+/* Ranges of different strides merged into one range give no stride; a
+ * range that was never global never says MMP_FLUSH_GLOBAL; once a global
+ * leaf was mapped, every flush does (a CR3 reload would keep it). */
+START_TEST(flush_hints_merge_and_global)
+{
+    struct mmp_pt_config cfg = pt_cfgs[0].c; /* x86-64 */
+    cfg.flush_ceiling = 1024;
+    struct tenv *e = tenv_new(&cfg);
+    uint64_t B = 2ull << 20, G = 4096;
+    ck_assert_int_eq(mmp_pt_map(&e->pt, 4 * B, 8 * B, B, RW, 0), 0);
+    ck_assert_int_eq(mmp_pt_map(&e->pt, 5 * B, 9 * B, G, RW, 0), 0);
+    e->nflush = 0;
+    ck_assert_int_eq(mmp_lazy_enter(&e->pt), 0);
+    ck_assert_int_eq(mmp_pt_protect(&e->pt, 4 * B, B, RO), 0);
+    ck_assert_int_eq(mmp_pt_protect(&e->pt, 5 * B, G, RO), 0); /* adjacent: merged */
+    ck_assert_int_eq(mmp_lazy_leave(&e->pt), 0);
+    ck_assert_int_eq(e->nflush, 1);
+    ck_assert_uint_eq(MMP_FLUSH_STRIDE(e->log[0].flags), 0);
+    ck_assert_uint_eq(e->log[0].flags & MMP_FLUSH_GLOBAL, 0);
+    ck_assert_uint_ne(e->log[0].flags & MMP_FLUSH_LEAF, 0);
+    ck_assert_uint_eq(e->log[0].size, B + G);
+    ck_assert_int_eq(mmp_pt_map(&e->pt, 64 * B, 64 * B, G, RW | MMP_PROT_GLOBAL, 0), 0);
+    e->nflush = 0;
+    ck_assert_int_eq(mmp_pt_unmap(&e->pt, 5 * B, G), 0);
+    ck_assert_int_eq(e->nflush, 1);
+    ck_assert_uint_ne(e->log[0].flags & MMP_FLUSH_GLOBAL, 0);
+    tenv_free(e);
+    /* stage 2 has no global entries */
+    e = tenv_new(&pt_cfgs[8].c);
+    ck_assert_int_eq(mmp_pt_map(&e->pt, 0, 0, G, RW, 0), 0);
+    ck_assert_int_ne(mmp_pt_map(&e->pt, G, G, G, RW | MMP_PROT_GLOBAL, 0), 0);
+    e->nflush = 0;
+    ck_assert_int_eq(mmp_pt_unmap(&e->pt, 0, G), 0);
+    ck_assert_int_eq(e->nflush, 1);
+    ck_assert_uint_eq(e->log[0].flags & MMP_FLUSH_GLOBAL, 0);
+    tenv_free(e);
+}
+END_TEST
+
 Suite *mmp_suite_pt_flush(void)
 {
     Suite *s = suite_create("pt_flush");
     MMP_ADD(s, flush_whole_space_never_size0);
     MMP_ADD(s, flush_merge_before_overflow);
     MMP_ADD(s, lazy_unmap_then_map_flushes_first);
+    MMP_ADD(s, flush_ceiling_spread_unmaps);
+    MMP_ADD(s, flush_ceiling_one_call);
+    MMP_ADD(s, flush_stride_of_blocks);
+    MMP_ADD(s, flush_hints_merge_and_global);
     return s;
 }

@@ -15,71 +15,71 @@ START_TEST(geometry_per_config)
         int start;
         unsigned root_tables, sl0;
     } cases[] = {
-        {{MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0}, 0, 4, 4, 1, 0},
-        {{MMP_PT_X86_64, 4096, 57, 0, 0, 0, 0}, 0, 5, 5, 1, 0},
-        {{MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0}, 0, 4, 0, 1, 0},
-        {{MMP_PT_ARM64_S1, 4096, 39, 0, 0, 0, 0}, 0, 3, 1, 1, 0},
-        {{MMP_PT_ARM64_S1, 4096, 30, 0, 0, 0, 0}, 0, 2, 2, 1, 0},
-        {{MMP_PT_ARM64_S1, 16384, 47, 0, 0, 0, 0}, 0, 3, 1, 1, 0},
-        {{MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0, 0}, 0, 4, 0, 1, 0},
-        {{MMP_PT_ARM64_S1, 65536, 42, 0, 0, 0, 0}, 0, 2, 2, 1, 0},
-        {{MMP_PT_ARM64_S1, 65536, 48, 0, 0, 0, 0}, 0, 3, 1, 1, 0},
+        {{MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0, 0}, 0, 4, 4, 1, 0},
+        {{MMP_PT_X86_64, 4096, 57, 0, 0, 0, 0, 0}, 0, 5, 5, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0, 0}, 0, 4, 0, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 39, 0, 0, 0, 0, 0}, 0, 3, 1, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 30, 0, 0, 0, 0, 0}, 0, 2, 2, 1, 0},
+        {{MMP_PT_ARM64_S1, 16384, 47, 0, 0, 0, 0, 0}, 0, 3, 1, 1, 0},
+        {{MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0, 0, 0}, 0, 4, 0, 1, 0},
+        {{MMP_PT_ARM64_S1, 65536, 42, 0, 0, 0, 0, 0}, 0, 2, 2, 1, 0},
+        {{MMP_PT_ARM64_S1, 65536, 48, 0, 0, 0, 0, 0}, 0, 3, 1, 1, 0},
         /* Stage 2 (Arm ARM D8.2, VTCR_EL2): 40-bit IPA, 4K: level 1, 2 tables, SL0 = 1. */
-        {{MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0}, 0, 3, 1, 2, 1},
-        {{MMP_PT_ARM64_S2, 4096, 48, 0, 0, 0, 0}, 0, 4, 0, 1, 2},
-        {{MMP_PT_ARM64_S2, 4096, 32, 0, 0, 0, 0}, 0, 2, 2, 4, 0},
-        {{MMP_PT_ARM64_S2, 4096, 42, 0, 0, 0, 0}, 0, 3, 1, 8, 1},
-        {{MMP_PT_ARM64_S2, 16384, 48, 0, 0, 0, 0}, 0, 3, 1, 2, 2},
-        {{MMP_PT_ARM64_S2, 16384, 40, 0, 0, 0, 0}, 0, 2, 2, 16, 1},
-        {{MMP_PT_ARM64_S2, 65536, 48, 0, 0, 0, 0}, 0, 3, 1, 1, 2},
-        {{MMP_PT_ARM64_S2, 65536, 42, 0, 0, 0, 0}, 0, 2, 2, 1, 1},
+        {{MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0, 0}, 0, 3, 1, 2, 1},
+        {{MMP_PT_ARM64_S2, 4096, 48, 0, 0, 0, 0, 0}, 0, 4, 0, 1, 2},
+        {{MMP_PT_ARM64_S2, 4096, 32, 0, 0, 0, 0, 0}, 0, 2, 2, 4, 0},
+        {{MMP_PT_ARM64_S2, 4096, 42, 0, 0, 0, 0, 0}, 0, 3, 1, 8, 1},
+        {{MMP_PT_ARM64_S2, 16384, 48, 0, 0, 0, 0, 0}, 0, 3, 1, 2, 2},
+        {{MMP_PT_ARM64_S2, 16384, 40, 0, 0, 0, 0, 0}, 0, 2, 2, 16, 1},
+        {{MMP_PT_ARM64_S2, 65536, 48, 0, 0, 0, 0, 0}, 0, 3, 1, 1, 2},
+        {{MMP_PT_ARM64_S2, 65536, 42, 0, 0, 0, 0, 0}, 0, 2, 2, 1, 1},
         /* 52-bit layouts (Arm ARM D8.2.8-D8.2.10) */
         /* Stage 1, 4K + DS: level -1 for 49..52-bit VAs (table D8-18). */
-        {{MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0}, 0, 5, -1, 1, 0},
-        {{MMP_PT_ARM64_S1, 4096, 49, 52, 0, 0, 0}, 0, 5, -1, 1, 0},
-        {{MMP_PT_ARM64_S1, 4096, 48, 52, 0, 0, 0}, 0, 4, 0, 1, 0},
-        {{MMP_PT_ARM64_S1, 4096, 39, 52, 0, 0, 0}, 0, 3, 1, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0, 0}, 0, 5, -1, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 49, 52, 0, 0, 0, 0}, 0, 5, -1, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 48, 52, 0, 0, 0, 0}, 0, 4, 0, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 39, 52, 0, 0, 0, 0}, 0, 3, 1, 1, 0},
         /* 16K + DS: level 0 indexes IA[51:47] (table D8-26). */
-        {{MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0}, 0, 4, 0, 1, 0},
+        {{MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0, 0}, 0, 4, 0, 1, 0},
         /* 64K: 52-bit VA with FEAT_LVA, any PA size; level 1 IA[51:42]. */
-        {{MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0}, 0, 3, 1, 1, 0},
-        {{MMP_PT_ARM64_S1, 65536, 52, 48, 0, 0, 0}, 0, 3, 1, 1, 0},
-        {{MMP_PT_ARM64_S1, 65536, 48, 52, 0, 0, 0}, 0, 3, 1, 1, 0},
-        {{MMP_PT_ARM64_S1, 4096, 52, 52, MMP_PT_EL2, 0, 0}, 0, 5, -1, 1, 0},
+        {{MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0, 0}, 0, 3, 1, 1, 0},
+        {{MMP_PT_ARM64_S1, 65536, 52, 48, 0, 0, 0, 0}, 0, 3, 1, 1, 0},
+        {{MMP_PT_ARM64_S1, 65536, 48, 52, 0, 0, 0, 0}, 0, 3, 1, 1, 0},
+        {{MMP_PT_ARM64_S1, 4096, 52, 52, MMP_PT_EL2, 0, 0, 0}, 0, 5, -1, 1, 0},
         /* Stage 2, 4K 52-bit IPA: level 0 with 16 tables, SL0 = 2 (table D8-21). */
-        {{MMP_PT_ARM64_S2, 4096, 52, 52, 0, 0, 0}, 0, 4, 0, 16, 2},
-        {{MMP_PT_ARM64_S2, 4096, 49, 52, 0, 0, 0}, 0, 4, 0, 2, 2},
+        {{MMP_PT_ARM64_S2, 4096, 52, 52, 0, 0, 0, 0}, 0, 4, 0, 16, 2},
+        {{MMP_PT_ARM64_S2, 4096, 49, 52, 0, 0, 0, 0}, 0, 4, 0, 2, 2},
         /* 16K 52-bit IPA: level 0, 32 entries, SL0 = 3 (tables D8-29/30). */
-        {{MMP_PT_ARM64_S2, 16384, 52, 52, 0, 0, 0}, 0, 4, 0, 1, 3},
+        {{MMP_PT_ARM64_S2, 16384, 52, 52, 0, 0, 0, 0}, 0, 4, 0, 1, 3},
         /* 64K 52-bit IPA: level 1, 1024 entries, SL0 = 2. */
-        {{MMP_PT_ARM64_S2, 65536, 52, 52, 0, 0, 0}, 0, 3, 1, 1, 2},
+        {{MMP_PT_ARM64_S2, 65536, 52, 52, 0, 0, 0, 0}, 0, 3, 1, 1, 2},
         /* Refused: no 52-bit VA without DS on 4K/16K, no 49-51 PA sizes,
          * no IPA wider than 48 bits without a 52-bit PA, no 52-bit
          * stage-2 IPA on 64K without FEAT_LPA. */
-        {{MMP_PT_ARM64_S1, 4096, 52, 48, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S1, 16384, 49, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S1, 4096, 53, 52, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S1, 4096, 48, 51, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S1, 65536, 48, 49, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S2, 4096, 49, 48, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S2, 65536, 52, 48, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S2, 65536, 52, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 4096, 52, 48, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 16384, 49, 0, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 4096, 53, 52, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 4096, 48, 51, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 65536, 48, 49, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S2, 4096, 49, 48, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S2, 65536, 52, 48, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S2, 65536, 52, 0, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
         /* FWB is a stage-2 flag. */
-        {{MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_S2FWB, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_X86_64, 4096, 48, 0, MMP_PT_S2FWB, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_S2FWB, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_X86_64, 4096, 48, 0, MMP_PT_S2FWB, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
         /* bad configurations */
-        {{MMP_PT_X86_64, 4096, 52, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_X86_64, 16384, 48, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S1, 8192, 48, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S1, 4096, 49, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S1, 4096, 48, 50, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S1, 16384, 25, 0, 0, 0, 0}, -MMP_ENOTSUP, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S2, 4096, 31, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{(enum mmp_pt_format)9, 4096, 48, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_X86_64, 4096, 48, 0, 0x100, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_X86_64, 4096, 48, 0, 0, 9, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_X86_64, 4096, 48, 0, MMP_PT_EL2, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
-        {{MMP_PT_ARM64_S2, 4096, 40, 0, MMP_PT_EL2, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_X86_64, 4096, 52, 0, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_X86_64, 16384, 48, 0, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 8192, 48, 0, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 4096, 49, 0, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 4096, 48, 50, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S1, 16384, 25, 0, 0, 0, 0, 0}, -MMP_ENOTSUP, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S2, 4096, 31, 0, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{(enum mmp_pt_format)9, 4096, 48, 0, 0, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_X86_64, 4096, 48, 0, 0x100, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_X86_64, 4096, 48, 0, 0, 9, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_X86_64, 4096, 48, 0, MMP_PT_EL2, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
+        {{MMP_PT_ARM64_S2, 4096, 40, 0, MMP_PT_EL2, 0, 0, 0}, -MMP_EINVAL, 0, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct tenv *e = calloc(1, sizeof *e);
@@ -127,12 +127,12 @@ START_TEST(leaf_and_run_sizes)
         struct mmp_pt_config c;
         uint64_t blocks, conts;
     } cases[] = {
-        {{MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0}, (1ull << 12) | (1ull << 21) | (1ull << 30), 0},
-        {{MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0}, (1ull << 12) | (1ull << 21) | (1ull << 30),
+        {{MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0, 0}, (1ull << 12) | (1ull << 21) | (1ull << 30), 0},
+        {{MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0, 0}, (1ull << 12) | (1ull << 21) | (1ull << 30),
          (1ull << 16) | (1ull << 25)},
-        {{MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0, 0}, (1ull << 14) | (1ull << 25),
+        {{MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0, 0, 0}, (1ull << 14) | (1ull << 25),
          (1ull << 21) | (1ull << 30)},
-        {{MMP_PT_ARM64_S1, 65536, 48, 0, 0, 0, 0}, (1ull << 16) | (1ull << 29),
+        {{MMP_PT_ARM64_S1, 65536, 48, 0, 0, 0, 0, 0}, (1ull << 16) | (1ull << 29),
          (1ull << 21) | (1ull << 34)},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -218,7 +218,7 @@ START_TEST(arm64_descriptor_bits)
     tenv_free(e);
 
     /* Single-range EL2 regime: AP[1] RES1, XN in bit 54, no nG, no PXN. */
-    struct mmp_pt_config el2 = {MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_EL2, 0, 0};
+    struct mmp_pt_config el2 = {MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_EL2, 0, 0, 0};
     e = tenv_new(&el2);
     d = desc_of(e, 0x1000, pa, 4096, RW);
     ck_assert_uint_eq(d, pa | 3 | (1u << 6) | (3u << 8) | (1u << 10) | (1ull << 54));

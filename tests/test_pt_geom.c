@@ -10,7 +10,7 @@
 START_TEST(s2_64k_small_ipa)
 {
     for (uint32_t ipa = 32; ipa <= 33; ipa++) {
-        struct mmp_pt_config c = {MMP_PT_ARM64_S2, 65536, ipa, 0, 0, 0, 0};
+        struct mmp_pt_config c = {MMP_PT_ARM64_S2, 65536, ipa, 0, 0, 0, 0, 0};
         struct tenv *e = tenv_new(&c);
         struct mmp_pt_info inf;
         mmp_pt_info(&e->pt, &inf);

@@ -25,7 +25,7 @@ static uint64_t bits(unsigned hi, unsigned lo)
 static struct mmp_pt_config cfg(enum mmp_pt_format f, uint32_t gran, uint32_t va, uint32_t pa,
                                 uint32_t flags)
 {
-    struct mmp_pt_config c = {f, gran, va, pa, flags, 0, 0};
+    struct mmp_pt_config c = {f, gran, va, pa, flags, 0, 0, 0};
     return c;
 }
 
@@ -36,13 +36,13 @@ START_TEST(features_52bit)
         struct mmp_pt_config c;
         uint32_t features;
     } cases[] = {
-        {{MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0}, MMP_PT_FEAT_LPA2},
-        {{MMP_PT_ARM64_S2, 16384, 40, 52, 0, 0, 0}, MMP_PT_FEAT_LPA2},
-        {{MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0}, MMP_PT_FEAT_LPA | MMP_PT_FEAT_LVA},
-        {{MMP_PT_ARM64_S1, 65536, 52, 48, 0, 0, 0}, MMP_PT_FEAT_LVA},
-        {{MMP_PT_ARM64_S2, 65536, 52, 52, 0, 0, 0}, MMP_PT_FEAT_LPA},
-        {{MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0, 0}, 0},
-        {{MMP_PT_X86_64, 4096, 57, 0, 0, 0, 0}, 0},
+        {{MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0, 0}, MMP_PT_FEAT_LPA2},
+        {{MMP_PT_ARM64_S2, 16384, 40, 52, 0, 0, 0, 0}, MMP_PT_FEAT_LPA2},
+        {{MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0, 0}, MMP_PT_FEAT_LPA | MMP_PT_FEAT_LVA},
+        {{MMP_PT_ARM64_S1, 65536, 52, 48, 0, 0, 0, 0}, MMP_PT_FEAT_LVA},
+        {{MMP_PT_ARM64_S2, 65536, 52, 52, 0, 0, 0, 0}, MMP_PT_FEAT_LPA},
+        {{MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0, 0, 0}, 0},
+        {{MMP_PT_X86_64, 4096, 57, 0, 0, 0, 0, 0}, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct tenv *e = tenv_new(&cases[i].c);
@@ -64,13 +64,13 @@ START_TEST(block_sizes_52bit)
         struct mmp_pt_config c;
         uint64_t blocks;
     } cases[] = {
-        {{MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0}, BIT(12) | BIT(21) | BIT(30) | BIT(39)},
-        {{MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0}, BIT(12) | BIT(21) | BIT(30)},
-        {{MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0}, BIT(14) | BIT(25) | BIT(36)},
-        {{MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0, 0}, BIT(14) | BIT(25)},
-        {{MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0}, BIT(16) | BIT(29) | BIT(42)},
-        {{MMP_PT_ARM64_S1, 65536, 52, 48, 0, 0, 0}, BIT(16) | BIT(29)},
-        {{MMP_PT_ARM64_S2, 4096, 52, 52, 0, 0, 0}, BIT(12) | BIT(21) | BIT(30) | BIT(39)},
+        {{MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0, 0}, BIT(12) | BIT(21) | BIT(30) | BIT(39)},
+        {{MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0, 0}, BIT(12) | BIT(21) | BIT(30)},
+        {{MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0, 0}, BIT(14) | BIT(25) | BIT(36)},
+        {{MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0, 0, 0}, BIT(14) | BIT(25)},
+        {{MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0, 0}, BIT(16) | BIT(29) | BIT(42)},
+        {{MMP_PT_ARM64_S1, 65536, 52, 48, 0, 0, 0, 0}, BIT(16) | BIT(29)},
+        {{MMP_PT_ARM64_S2, 4096, 52, 52, 0, 0, 0, 0}, BIT(12) | BIT(21) | BIT(30) | BIT(39)},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct tenv *e = tenv_new(&cases[i].c);
@@ -155,23 +155,23 @@ START_TEST(descriptors_lpa2_and_lpa)
         int level;
     } cases[] = {
         /* 4K DS: a page at the top of both spaces, a 2 MiB and a 512 GiB block. */
-        {{MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0}, 0xffffffffff000ull, 0xfedcba9876000ull, 4096, 3},
-        {{MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0}, 0x8000000200000ull, 0xd123456600000ull,
+        {{MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0, 0}, 0xffffffffff000ull, 0xfedcba9876000ull, 4096, 3},
+        {{MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0, 0}, 0x8000000200000ull, 0xd123456600000ull,
          BIT(21), 2},
-        {{MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0}, 0x7ff8000000000ull, 0xf008000000000ull,
+        {{MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0, 0}, 0x7ff8000000000ull, 0xf008000000000ull,
          BIT(39), 0},
-        {{MMP_PT_ARM64_S2, 4096, 52, 52, 0, 0, 0}, 0xc000000001000ull, 0x9abc000003000ull, 4096, 3},
+        {{MMP_PT_ARM64_S2, 4096, 52, 52, 0, 0, 0, 0}, 0xc000000001000ull, 0x9abc000003000ull, 4096, 3},
         /* 16K DS: a page and a 64 GiB level-1 block. */
-        {{MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0}, 0xfffffffffc000ull, 0xe555555554000ull,
+        {{MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0, 0}, 0xfffffffffc000ull, 0xe555555554000ull,
          16384, 3},
-        {{MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0}, 0x4001000000000ull, 0xbff0000000000ull,
+        {{MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0, 0}, 0x4001000000000ull, 0xbff0000000000ull,
          BIT(36), 1},
         /* 64K LPA: a page, a 512 MiB and a 4 TiB level-1 block. */
-        {{MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0}, 0xfffffffff0000ull, 0xfedcba9870000ull,
+        {{MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0, 0}, 0xfffffffff0000ull, 0xfedcba9870000ull,
          65536, 3},
-        {{MMP_PT_ARM64_S2, 65536, 52, 52, 0, 0, 0}, 0x0000020000000ull, 0x5000060000000ull,
+        {{MMP_PT_ARM64_S2, 65536, 52, 52, 0, 0, 0, 0}, 0x0000020000000ull, 0x5000060000000ull,
          BIT(29), 2},
-        {{MMP_PT_ARM64_S1, 65536, 48, 52, 0, 0, 0}, 0x00c0000000000ull, 0xa040000000000ull,
+        {{MMP_PT_ARM64_S1, 65536, 48, 52, 0, 0, 0, 0}, 0x00c0000000000ull, 0xa040000000000ull,
          BIT(42), 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -424,43 +424,43 @@ struct want_regs {
 START_TEST(regs_arm64)
 {
     static const struct want_regs w[] = {
-        {"s1 4K 48", {MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0}, 7,
+        {"s1 4K 48", {MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0, 0}, 7,
          T0SZ(16) | WALK_WBWA_IS | TG0(4096) | T1SZ(16) | EPD1 | TG1(4096) | IPS(5),
          MAIR_LAYOUT},
-        {"s1 4K 39 pa40, ASID 0x1234", {MMP_PT_ARM64_S1, 4096, 39, 40, 0, 0, 0}, 0x1234,
+        {"s1 4K 39 pa40, ASID 0x1234", {MMP_PT_ARM64_S1, 4096, 39, 40, 0, 0, 0, 0}, 0x1234,
          T0SZ(25) | WALK_WBWA_IS | TG0(4096) | T1SZ(25) | EPD1 | TG1(4096) | IPS(2) | AS,
          MAIR_LAYOUT},
-        {"s1 16K 47 pa39", {MMP_PT_ARM64_S1, 16384, 47, 39, 0, 0, 0}, 0,
+        {"s1 16K 47 pa39", {MMP_PT_ARM64_S1, 16384, 47, 39, 0, 0, 0, 0}, 0,
          T0SZ(17) | WALK_WBWA_IS | TG0(16384) | T1SZ(17) | EPD1 | TG1(16384) | IPS(2),
          MAIR_LAYOUT},
-        {"s1 4K LPA2 52", {MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0}, 255,
+        {"s1 4K LPA2 52", {MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0, 0}, 255,
          T0SZ(12) | WALK_WBWA_IS | TG0(4096) | T1SZ(12) | EPD1 | TG1(4096) | IPS(6) | DS1,
          MAIR_LAYOUT},
-        {"s1 16K LPA2 52", {MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0}, 256,
+        {"s1 16K LPA2 52", {MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0, 0}, 256,
          T0SZ(12) | WALK_WBWA_IS | TG0(16384) | T1SZ(12) | EPD1 | TG1(16384) | IPS(6) | AS |
              DS1,
          MAIR_LAYOUT},
-        {"s1 64K LPA+LVA 52", {MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0}, 1,
+        {"s1 64K LPA+LVA 52", {MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0, 0}, 1,
          T0SZ(12) | WALK_WBWA_IS | TG0(65536) | T1SZ(12) | EPD1 | TG1(65536) | IPS(6),
          MAIR_LAYOUT},
-        {"EL2 4K 48", {MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_EL2, 0, 0}, 0,
+        {"EL2 4K 48", {MMP_PT_ARM64_S1, 4096, 48, 0, MMP_PT_EL2, 0, 0, 0}, 0,
          T0SZ(16) | WALK_WBWA_IS | TG0(4096) | PS(5) | RES1_EL2, MAIR_LAYOUT},
-        {"EL2 4K LPA2 52", {MMP_PT_ARM64_S1, 4096, 52, 52, MMP_PT_EL2, 0, 0}, 0,
+        {"EL2 4K LPA2 52", {MMP_PT_ARM64_S1, 4096, 52, 52, MMP_PT_EL2, 0, 0, 0}, 0,
          T0SZ(12) | WALK_WBWA_IS | TG0(4096) | PS(6) | RES1_EL2 | DS2, MAIR_LAYOUT},
-        {"EL2 64K 42 pa44", {MMP_PT_ARM64_S1, 65536, 42, 44, MMP_PT_EL2, 0, 0}, 0,
+        {"EL2 64K 42 pa44", {MMP_PT_ARM64_S1, 65536, 42, 44, MMP_PT_EL2, 0, 0, 0}, 0,
          T0SZ(22) | WALK_WBWA_IS | TG0(65536) | PS(4) | RES1_EL2, MAIR_LAYOUT},
         /* Stage 2: SL0 per tables D8-19/29 (4K: 1 = L1; 16K/64K: 2 = L1, 3 = L0). */
-        {"s2 4K 40", {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0}, 9,
+        {"s2 4K 40", {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0, 0}, 9,
          T0SZ(24) | SL0(1) | WALK_WBWA_IS | TG0(4096) | PS(5) | BIT(31), 0},
-        {"s2 4K 32 pa36, VMID 0x1ff", {MMP_PT_ARM64_S2, 4096, 32, 36, 0, 0, 0}, 0x1ff,
+        {"s2 4K 32 pa36, VMID 0x1ff", {MMP_PT_ARM64_S2, 4096, 32, 36, 0, 0, 0, 0}, 0x1ff,
          T0SZ(32) | SL0(0) | WALK_WBWA_IS | TG0(4096) | PS(1) | VS | BIT(31), 0},
-        {"s2 4K LPA2 52", {MMP_PT_ARM64_S2, 4096, 52, 52, 0, 0, 0}, 0xffff,
+        {"s2 4K LPA2 52", {MMP_PT_ARM64_S2, 4096, 52, 52, 0, 0, 0, 0}, 0xffff,
          T0SZ(12) | SL0(2) | WALK_WBWA_IS | TG0(4096) | PS(6) | VS | BIT(31) | DS2, 0},
-        {"s2 16K LPA2 52", {MMP_PT_ARM64_S2, 16384, 52, 52, 0, 0, 0}, 1,
+        {"s2 16K LPA2 52", {MMP_PT_ARM64_S2, 16384, 52, 52, 0, 0, 0, 0}, 1,
          T0SZ(12) | SL0(3) | WALK_WBWA_IS | TG0(16384) | PS(6) | BIT(31) | DS2, 0},
-        {"s2 64K LPA 52 FWB", {MMP_PT_ARM64_S2, 65536, 52, 52, MMP_PT_S2FWB, 0, 0}, 1,
+        {"s2 64K LPA 52 FWB", {MMP_PT_ARM64_S2, 65536, 52, 52, MMP_PT_S2FWB, 0, 0, 0}, 1,
          T0SZ(12) | SL0(2) | WALK_WBWA_IS | TG0(65536) | PS(6) | BIT(31), 0},
-        {"s2 64K 42", {MMP_PT_ARM64_S2, 65536, 42, 0, 0, 0, 0}, 0,
+        {"s2 64K 42", {MMP_PT_ARM64_S2, 65536, 42, 0, 0, 0, 0, 0}, 0,
          T0SZ(22) | SL0(1) | WALK_WBWA_IS | TG0(65536) | PS(5) | BIT(31), 0},
     };
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {

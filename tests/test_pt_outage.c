@@ -162,9 +162,9 @@ START_TEST(x86_split_keeps_the_rest_mapped)
         MMP_SKIP("valgrind runs threads one at a time: the readers cannot race the writer "
                  "(native, TSan and qemu-user runs do)");
     static const struct mmp_pt_config cfgs[] = {
-        {MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0},
-        {MMP_PT_X86_EPT, 4096, 48, 0, 0, 0, 0},
-        {MMP_PT_X86_NPT, 4096, 48, 0, 0, 0, 0},
+        {MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0, 0},
+        {MMP_PT_X86_EPT, 4096, 48, 0, 0, 0, 0, 0},
+        {MMP_PT_X86_NPT, 4096, 48, 0, 0, 0, 0, 0},
     };
     for (size_t c = 0; c < 3; c++) {
         run_outage(&cfgs[c], 1ull << 30, false, 4);
@@ -180,7 +180,7 @@ START_TEST(arm64_split_breaks_only_its_block)
                  "(native, TSan and qemu-user runs do)");
     /* Without contiguous runs: unmaking a run of blocks breaks the whole
      * run (16 x 2 MiB), as D8.16.1 requires. */
-    static const struct mmp_pt_config c = {MMP_PT_ARM64_S2, 4096, 40, 0, MMP_PT_NO_CONT, 0, 0};
+    static const struct mmp_pt_config c = {MMP_PT_ARM64_S2, 4096, 40, 0, MMP_PT_NO_CONT, 0, 0, 0};
     run_outage(&c, 2ull << 20, true, 16);
 }
 END_TEST

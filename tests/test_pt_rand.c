@@ -18,13 +18,13 @@ static const struct rcfg {
     struct tcfg t;
     uint64_t pa_cross; /* the output window straddles this address */
 } cfgs52[] = {
-    {{"arm64-4k-lpa2-52", {MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0}}, 1ull << 50},
-    {{"arm64-4k-lpa2-48", {MMP_PT_ARM64_S1, 4096, 48, 52, 0, 0, 0}}, 1ull << 51},
-    {{"arm64-16k-lpa2-52", {MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0}}, 1ull << 50},
-    {{"arm64-64k-lpa-52", {MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0}}, 1ull << 48},
-    {{"arm64-s2-4k-lpa2-52", {MMP_PT_ARM64_S2, 4096, 52, 52, 0, 0, 0}}, 3ull << 50},
-    {{"arm64-s2-16k-lpa2-44", {MMP_PT_ARM64_S2, 16384, 44, 52, 0, 0, 0}}, 1ull << 50},
-    {{"arm64-s2-64k-lpa-52", {MMP_PT_ARM64_S2, 65536, 52, 52, MMP_PT_S2FWB, 0, 0}}, 1ull << 49},
+    {{"arm64-4k-lpa2-52", {MMP_PT_ARM64_S1, 4096, 52, 52, 0, 0, 0, 0}}, 1ull << 50},
+    {{"arm64-4k-lpa2-48", {MMP_PT_ARM64_S1, 4096, 48, 52, 0, 0, 0, 0}}, 1ull << 51},
+    {{"arm64-16k-lpa2-52", {MMP_PT_ARM64_S1, 16384, 52, 52, 0, 0, 0, 0}}, 1ull << 50},
+    {{"arm64-64k-lpa-52", {MMP_PT_ARM64_S1, 65536, 52, 52, 0, 0, 0, 0}}, 1ull << 48},
+    {{"arm64-s2-4k-lpa2-52", {MMP_PT_ARM64_S2, 4096, 52, 52, 0, 0, 0, 0}}, 3ull << 50},
+    {{"arm64-s2-16k-lpa2-44", {MMP_PT_ARM64_S2, 16384, 44, 52, 0, 0, 0, 0}}, 1ull << 50},
+    {{"arm64-s2-64k-lpa-52", {MMP_PT_ARM64_S2, 65536, 52, 52, MMP_PT_S2FWB, 0, 0, 0}}, 1ull << 49},
 };
 
 /* pa_cross 0: output addresses near the input window, as before. */

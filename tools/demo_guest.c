@@ -39,7 +39,7 @@ void demo_layout_arm64(struct demo_layout *l, uint64_t host, uint64_t ram_len)
     *l = (struct demo_layout){
         .title = "arm64 stage 2 (VTTBR_EL2), 4K granule, 40-bit IPA",
         .format = "arm64-s2-4k",
-        .cfg = {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0},
+        .cfg = {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0, 0},
     };
     device(l, "gic-dist", 0x08000000, 64 * KiB);
     device(l, "gic-redist", 0x080a0000, 0xf60000);
@@ -66,13 +66,13 @@ void demo_layout_x86(struct demo_layout *l, uint64_t host, uint64_t ram_len, boo
         *l = (struct demo_layout){
             .title = "x86 AMD NPT (nCR3), 4-level, guest-physical -> host, U=1 in every entry",
             .format = "x86-npt",
-            .cfg = {MMP_PT_X86_NPT, 4096, 48, 0, 0, 0, 0},
+            .cfg = {MMP_PT_X86_NPT, 4096, 48, 0, 0, 0, 0, 0},
         };
     else
         *l = (struct demo_layout){
             .title = "x86 Intel EPT (EPTP walk length 4), guest-physical -> host",
             .format = "x86-ept",
-            .cfg = {MMP_PT_X86_EPT, 4096, 48, 0, 0, 0, 0},
+            .cfg = {MMP_PT_X86_EPT, 4096, 48, 0, 0, 0, 0, 0},
         };
     uint64_t low = ram_len < X86_HOLE ? ram_len : X86_HOLE;
     add(l, "ram-640k", 0, 640 * KiB, host, RWX, true);

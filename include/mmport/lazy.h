@@ -8,6 +8,14 @@
  * beyond mmp_pt_config::flush_ranges ranges one covering range or one full
  * flush), and only then hands the unlinked table pages to free_table.
  *
+ * Flush ceiling: no tlb_flush call stands for more invalidations than
+ * mmp_pt_config::flush_ceiling (its size over its stride, MMP_FLUSH_STRIDE(),
+ * or over the granule where it gives none; default 33 on x86, one table's
+ * entries on arm64). A pending range that grows beyond it, or a covering
+ * range that would, makes everything pending one MMP_FLUSH_ALL: five
+ * one-page unmaps spread over a 48-bit space end in one full flush, not in
+ * a range a per-page hook would walk for hours.
+ *
  * Outside a lazy section every mmp_pt_map/unmap/protect call already emits
  * its barrier once, after all its entries (never per entry), and flushes
  * once with its coalesced range.
@@ -26,6 +34,12 @@
  * Data pages unmapped inside a lazy section may still be reachable
  * through stale TLB entries until the section's flush: the caller must not
  * reuse or free them before mmp_lazy_leave() (or mmp_lazy_flush()) returns.
+ * (Outside a section: once the unmap call has returned.)
+ *
+ * Cache maintenance of newly mapped memory (mmp_pt_ops::dcache_clean_poc,
+ * icache_inval_pou) is not deferred either: each map calls it before its
+ * first store, since the guest may use the mapping as soon as a walk sees
+ * it, and a lazy section does not delay the stores.
  */
 #ifndef MMPORT_LAZY_H
 #define MMPORT_LAZY_H

@@ -186,6 +186,20 @@ struct mmp_pt_config {
      * pages (QEMU's qemu64), where MMP_PT_NO_BLOCKS would drop both.
      */
     uint64_t max_leaf;
+    /**
+     * Flush ceiling: the most invalidations one ranged tlb_flush call may
+     * stand for - its size divided by its stride (MMP_FLUSH_STRIDE(), or
+     * the granule where the flush gives none), i.e. pages for a flush of
+     * pages. A range beyond it, whether one call's, a pending one in a
+     * lazy section, or one covering several (flush_ranges), goes out as
+     * one MMP_FLUSH_ALL: a hook that invalidates step by step would take
+     * longer than flushing everything (Linux: x86
+     * tlb_single_page_flush_ceiling, 33; arm64 MAX_TLBI_OPS, one table's
+     * entries). 0 = the default: 33 for x86-64, EPT and NPT; granule / 8
+     * for arm64 (512, 2048 or 8192: one table's entries). Any other value
+     * is taken as given.
+     */
+    uint32_t flush_ceiling;
 };
 
 /** Permissions (low bits of an attribute word). */
@@ -212,11 +226,51 @@ enum mmp_pt_map_flag {
     MMP_MAP_NO_CONT = 1u << 2,  /**< this call sets no contiguous bit */
 };
 
-/** tlb_flush hints. */
+/**
+ * tlb_flush hints (the flags argument). Besides these bits, flags carries
+ * the stride of the changed entries (MMP_FLUSH_STRIDE()).
+ */
 enum mmp_pt_flush_flag {
-    MMP_FLUSH_LEAF = 1u << 0, /**< only leaf entries changed (no table unlinked) */
-    MMP_FLUSH_ALL = 1u << 1,  /**< flush the whole address space; va/size ignored */
+    /** Only leaf entries changed (no table entry changed or unlinked):
+     * walk caches need no invalidation (arm64 TLBI VALE / IPAS2LE). */
+    MMP_FLUSH_LEAF = 1u << 0,
+    /**
+     * Flush the whole address space of the table; va and size are 0 and
+     * ignored. Sent instead of a range for any flush of more than
+     * mmp_pt_config::flush_ceiling invalidations, and for every range
+     * pending when more than flush_ranges were and MMP_PT_FLUSH_ALL_OVER
+     * is set. Only MMP_FLUSH_GLOBAL may accompany it.
+     */
+    MMP_FLUSH_ALL = 1u << 1,
+    /**
+     * Global translations may be among those flushed (x86-64 G bit,
+     * arm64 stage 1 nG clear): a flush by PCID/ASID alone, or an x86 CR3
+     * reload, does not drop them (Intel SDM vol. 3A 4.10.4.1: toggle
+     * CR4.PGE or INVPCID type 2; arm64: TLBI VAAE1 / VMALLE1 rather than
+     * the by-ASID forms). Set on every flush of a table once a map or
+     * protect with MMP_PROT_GLOBAL has been called on it (a superset: the
+     * library does not track which addresses still hold global leaves).
+     * Never set for stage 2, EPT, NPT or MMP_PT_EL2 tables.
+     */
+    MMP_FLUSH_GLOBAL = 1u << 2,
 };
+
+/** Bit position of the stride field in tlb_flush flags (bits 8..13). */
+#define MMP_FLUSH_STRIDE_SHIFT 8
+/** The stride field in tlb_flush flags. */
+#define MMP_FLUSH_STRIDE_MASK 0x3f00u
+/**
+ * Stride of a tlb_flush call: log2 of the size every changed entry in
+ * the range maps (12 for 4 KiB pages, 21 for 2 MiB blocks, ...), or 0
+ * when it is not uniform or not known. Given only with MMP_FLUSH_LEAF:
+ * every translation that changed is then a leaf of exactly that size
+ * (contiguous-bit runs count by their entries), so one invalidation per
+ * stride step covers the range (x86 INVLPG per 2 MiB, arm64 range TLBI
+ * with that stride), and it gives the arm64 level hint of the TLBI
+ * instructions (FEAT_TTL, the TTL field): the leaf level is
+ * 3 - (stride - g) / (g - 3) for a granule of 2^g bytes.
+ */
+#define MMP_FLUSH_STRIDE(flags) (((flags) >> MMP_FLUSH_STRIDE_SHIFT) & 0x3fu)
 
 /** Hooks supplied by the hypervisor. */
 struct mmp_pt_ops {
@@ -234,9 +288,14 @@ struct mmp_pt_ops {
     /** Address through which the caller reaches the table at @p pa; NULL = identity. */
     void *(*phys_to_virt)(void *ctx, uint64_t pa);
     /**
-     * Invalidate TLB entries for [va, va+size). Called after the entries
-     * were changed (after being made invalid, for break-before-make) and
-     * before any new entry for the range is written. May be NULL (no-op).
+     * Invalidate TLB entries for [va, va+size) (enum mmp_pt_flush_flag:
+     * MMP_FLUSH_ALL for everything, MMP_FLUSH_LEAF, MMP_FLUSH_GLOBAL, and
+     * the stride MMP_FLUSH_STRIDE(flags)). Called after the entries were
+     * changed (after being made invalid, for break-before-make) and before
+     * any new entry for the range is written; a ranged call never stands
+     * for more than mmp_pt_config::flush_ceiling invalidations. Must
+     * return with the invalidation complete (arm64: TLBI; DSB ISH). May be
+     * NULL (no-op).
      */
     void (*tlb_flush)(void *ctx, uint64_t va, uint64_t size, unsigned flags);
     void *ctx; /**< passed as the first argument of every hook */
@@ -249,6 +308,39 @@ struct mmp_pt_ops {
      * build), which brackets those calls itself. Unused by other tables.
      */
     void (*retire_table)(void *ctx, void *va, uint64_t pa, size_t bytes);
+    /**
+     * Clean and invalidate [pa, pa+size) of the data caches to the point
+     * of coherency (arm64: DC CIVAC per line, then DSB ISH), and return
+     * with it complete. Called only for tables whose mmp_pt_info::maint
+     * has MMP_PT_MAINT_DCACHE_CLEAN (arm64 stage 2 without MMP_PT_S2FWB),
+     * by mmp_pt_map() for MMP_MEM_NORMAL_WB mappings: once per call, for
+     * the call's whole output range (one range, whatever leaves it is
+     * built from), after the call can no longer fail and BEFORE its first
+     * descriptor store. The order is that of the maintenance to its use:
+     * a guest with its caches off makes non-cacheable accesses, which
+     * bypass dirty lines the hypervisor left (Arm ARM D8.6.5.1), and it
+     * may access the memory as soon as a vCPU's walk sees the new
+     * descriptor; a clean completed before the store (its DSB orders it
+     * before the store: Arm ARM, "Ordering and completion of data and
+     * instruction cache instructions") leaves no such window. KVM orders it the same way. Lazy sections do not defer
+     * it (they defer flushes of translations the caller accepted as
+     * stale, never memory contents). NULL: the caller does it itself.
+     */
+    void (*dcache_clean_poc)(void *ctx, uint64_t pa, uint64_t size);
+    /**
+     * Invalidate [pa, pa+size) of the instruction caches to the point of
+     * unification (arm64: IC IVAU per line, DSB ISH, unless CTR_EL0.DIC
+     * is 1), and return with it complete. Called only for tables whose
+     * mmp_pt_info::maint has MMP_PT_MAINT_ICACHE_INVAL (arm64 stage 2,
+     * FWB or not), by mmp_pt_map() for mappings with MMP_PROT_EXEC, once
+     * per call like dcache_clean_poc and after it. With MMP_PT_S2FWB no
+     * clean comes first: where CTR_EL0.IDC is 0 the hook cleans the data
+     * cache to the point of unification (DC CVAU, DSB ISH) before it
+     * invalidates. mmp_pt_protect() that
+     * adds MMP_PROT_EXEC to existing mappings does not call it: the
+     * caller invalidates then. NULL: the caller does it itself.
+     */
+    void (*icache_inval_pou)(void *ctx, uint64_t pa, uint64_t size);
 };
 
 /** One leaf translation, as lookup and walk report it. */
@@ -334,7 +426,12 @@ MMP_API void mmp_pt_destroy(struct mmp_pt *pt);
  * Map [va, va+size) to [pa, pa+size) with @p attrs (MMP_PROT_* | MMP_MEM_*),
  * using the largest leaves alignment allows (block, contiguous run, page);
  * a run or block-sized region it completes together with earlier calls'
- * mappings is folded (unless MMP_PT_NO_FOLD). Every format needs
+ * mappings is folded (unless MMP_PT_NO_FOLD). Where the table needs cache
+ * maintenance (mmp_pt_info::maint), the ops hooks dcache_clean_poc and
+ * icache_inval_pou are called for [pa, pa+size) before the first entry
+ * is written; a call that fails calls neither (a MMP_PT_SHARED call that
+ * fails with -EEXIST or -EAGAIN may have: the maintenance then did
+ * nothing but cost time). Every format needs
  * MMP_PROT_READ; stage 2 and MMP_PT_EL2 reject USER and GLOBAL.
  * Errors: -EINVAL (va, pa or size not granule-aligned, size 0, unknown attrs
  * or flags, WRITE without READ, attrs the format cannot express); -EOVERFLOW (va+size or pa+size wraps);
@@ -352,7 +449,10 @@ MMP_API int mmp_pt_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t siz
  * Unmap [va, va+size); blocks and contiguous runs that straddle the ends
  * are split so the rest stays mapped. Holes inside the range are skipped.
  * Tables left empty are freed after the flush that covers them (kept
- * linked with MMP_PT_KEEP_TABLES).
+ * linked with MMP_PT_KEEP_TABLES). The data pages the call unmapped may be
+ * reused or freed once the call has returned, outside a lazy section; in
+ * one, once mmp_lazy_leave() (or mmp_lazy_flush()) has returned - until
+ * the flush, a TLB may still translate to them (include/mmport/lazy.h).
  * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for map; -ENOMEM (a split needed
  * a table and none could be allocated); -ENOTSUP, -EAGAIN (MMP_PT_SHARED
  * table) as for map.
@@ -418,9 +518,11 @@ struct mmp_pt_info {
     uint64_t block_sizes; /**< bit n set: a leaf of 2^n bytes exists (pages included) */
     uint64_t cont_sizes;  /**< bit n set: a contiguous run of 2^n bytes exists */
     /**
-     * Cache maintenance the caller owes after mapping (enum mmp_pt_maint):
-     * what KVM's dcache_clean_inval_poc / icache_inval_pou hooks do. Only
-     * arm64 stage 2 needs any.
+     * Cache maintenance newly mapped memory needs before the guest can use
+     * it (enum mmp_pt_maint), as KVM's dcache_clean_inval_poc /
+     * icache_inval_pou do: mmp_pt_map() asks the hooks
+     * mmp_pt_ops::dcache_clean_poc / icache_inval_pou for it; where a hook
+     * is NULL the caller owes it. Only arm64 stage 2 needs any.
      */
     uint32_t maint;
     /** CPU features the layout needs (enum mmp_pt_feature); 0 = none. */
