@@ -129,6 +129,7 @@ static void put_attrs(struct buf *b, uint32_t a)
     if (a & MMP_PROT_WRITE) s[1] = 'w';
     if (a & MMP_PROT_EXEC) s[2] = 'x';
     if (a & MMP_PROT_USER) s[3] = 'u';
+    if (a & MMP_PROT_UEXEC) s[3] = 'X'; /* EPT MBEC: the user column, execute */
     if (a & MMP_PROT_GLOBAL) s[4] = 'g';
     put(b, s);
     static const char *const mem[] = {" normal-wb", " normal-nc", " device", " wc", " wt", " wp"};

@@ -35,7 +35,9 @@
  *      * contiguous runs are whole and consistent whenever the table is
  *        observed (D8.6.1), leaves hold no bits mmport never writes.
  *
- * Input: byte 0 layout, byte 1 create flags (bit 6 fill pattern of fresh
+ * Input: byte 0 layout (below 224: one of the first 28, the 48-bit input
+ * spaces, byte % 28; from 224: one of the wide ones, so that inputs keep
+ * their layout as layouts are added), byte 1 create flags (bit 6 fill pattern of fresh
  * pages, bit 7 offset phys_to_virt), byte 2 flush_ranges and pa_bits, then
  * 8-byte operations {op, unit, va_lo, va_hi, pa_lo, pa_hi, count, attrs};
  * op bits 3-4 pick the window, 5-6 the per-call map flags, 7 a pa window
@@ -59,24 +61,35 @@
 struct fcfg {
     enum mmp_pt_format format;
     uint32_t granule, va_bits;
+    uint32_t flags; /* PA52: pa_bits 52 whatever byte 2 says; or create flags */
 };
+#define PA52 (1u << 31)
 
 /* x86 4/5 level; stage 1 every granule at several sizes (2..4 levels);
  * stage 2 including concatenated roots (4K 32/40, 16K 40, 64K 32/46);
  * EPT and NPT 4/5 level. */
 static const struct fcfg cfgs[] = {
-    {MMP_PT_X86_64, 4096, 48},    {MMP_PT_X86_64, 4096, 57},    {MMP_PT_ARM64_S1, 4096, 48},
-    {MMP_PT_ARM64_S1, 4096, 39},  {MMP_PT_ARM64_S1, 4096, 30},  {MMP_PT_ARM64_S1, 4096, 25},
-    {MMP_PT_ARM64_S1, 16384, 48}, {MMP_PT_ARM64_S1, 16384, 47}, {MMP_PT_ARM64_S1, 16384, 36},
-    {MMP_PT_ARM64_S1, 16384, 26}, {MMP_PT_ARM64_S1, 65536, 48}, {MMP_PT_ARM64_S1, 65536, 42},
-    {MMP_PT_ARM64_S1, 65536, 30}, {MMP_PT_ARM64_S2, 4096, 40},  {MMP_PT_ARM64_S2, 4096, 48},
-    {MMP_PT_ARM64_S2, 4096, 32},  {MMP_PT_ARM64_S2, 4096, 44},  {MMP_PT_ARM64_S2, 16384, 40},
-    {MMP_PT_ARM64_S2, 16384, 48}, {MMP_PT_ARM64_S2, 65536, 32}, {MMP_PT_ARM64_S2, 65536, 33},
-    {MMP_PT_ARM64_S2, 65536, 46}, {MMP_PT_ARM64_S2, 65536, 48}, {MMP_PT_ARM64_S2, 65536, 44},
-    {MMP_PT_X86_EPT, 4096, 48},   {MMP_PT_X86_EPT, 4096, 57},   {MMP_PT_X86_NPT, 4096, 48},
-    {MMP_PT_X86_NPT, 4096, 57},
+    {MMP_PT_X86_64, 4096, 48, 0},    {MMP_PT_X86_64, 4096, 57, 0},    {MMP_PT_ARM64_S1, 4096, 48, 0},
+    {MMP_PT_ARM64_S1, 4096, 39, 0},  {MMP_PT_ARM64_S1, 4096, 30, 0},  {MMP_PT_ARM64_S1, 4096, 25, 0},
+    {MMP_PT_ARM64_S1, 16384, 48, 0}, {MMP_PT_ARM64_S1, 16384, 47, 0}, {MMP_PT_ARM64_S1, 16384, 36, 0},
+    {MMP_PT_ARM64_S1, 16384, 26, 0}, {MMP_PT_ARM64_S1, 65536, 48, 0}, {MMP_PT_ARM64_S1, 65536, 42, 0},
+    {MMP_PT_ARM64_S1, 65536, 30, 0}, {MMP_PT_ARM64_S2, 4096, 40, 0},  {MMP_PT_ARM64_S2, 4096, 48, 0},
+    {MMP_PT_ARM64_S2, 4096, 32, 0},  {MMP_PT_ARM64_S2, 4096, 44, 0},  {MMP_PT_ARM64_S2, 16384, 40, 0},
+    {MMP_PT_ARM64_S2, 16384, 48, 0}, {MMP_PT_ARM64_S2, 65536, 32, 0}, {MMP_PT_ARM64_S2, 65536, 33, 0},
+    {MMP_PT_ARM64_S2, 65536, 46, 0}, {MMP_PT_ARM64_S2, 65536, 48, 0}, {MMP_PT_ARM64_S2, 65536, 44, 0},
+    {MMP_PT_X86_EPT, 4096, 48, 0},   {MMP_PT_X86_EPT, 4096, 57, 0},   {MMP_PT_X86_NPT, 4096, 48, 0},
+    {MMP_PT_X86_NPT, 4096, 57, 0},
+    /* wide (byte 0 >= 224): 52-bit input (FEAT_LPA2 with level -1 for 4K,
+     * 16K; FEAT_LVA for 64K stage 1, any pa_bits), stage-2 IPA 52, and
+     * EPT with mode-based execute control */
+    {MMP_PT_ARM64_S1, 4096, 52, PA52},  {MMP_PT_ARM64_S1, 4096, 49, PA52},
+    {MMP_PT_ARM64_S1, 16384, 52, PA52}, {MMP_PT_ARM64_S1, 65536, 52, 0},
+    {MMP_PT_ARM64_S2, 4096, 52, PA52},  {MMP_PT_ARM64_S2, 16384, 52, PA52},
+    {MMP_PT_ARM64_S2, 65536, 52, PA52}, {MMP_PT_X86_EPT, 4096, 48, MMP_PT_EPT_MBEC},
 };
 #define NCFGS (sizeof cfgs / sizeof cfgs[0])
+#define NBASE 28 /* the layouts byte 0 below 224 picks */
+#define WIDE_FROM 224
 
 static int trace; /* MMPORT_FUZZ_TRACE=1: print every call (to read a failing input) */
 
@@ -141,9 +154,12 @@ struct env {
     /* geometry, as the control registers describe it (mmp_pt_info) */
     enum mmp_pt_format fmt;
     int el2, x86, sign, ept, npt, xo, fwb; /* x86: the x86 geometry (EPT, NPT too) */
+    int mbec;     /* EPT mode-based execute control: bit 10 user-mode execute */
+    int lpa2, lpa; /* arm64 52-bit descriptors: DS = 1 (4K/16K), FEAT_LPA (64K) */
     uint64_t max_leaf;
     uint64_t ceiling; /* the default flush ceiling of the format (pt.h) */
-    unsigned gs, bpl, nlev, start, pa_bits, va_bits;
+    unsigned gs, bpl, nlev, pa_bits, va_bits;
+    int start; /* architectural level of the root: arm64 -1 (4K, 52-bit input) .. 3 */
     uint64_t mair;
     struct tpage *root;
     /* TLB model */
@@ -157,7 +173,8 @@ struct env {
 
 /* What the inputs replayed so far exercised (printed by the replay). */
 static struct {
-    uint32_t layouts, cfl, ranges, pab, mflags, wins, lazy, kinds, maxleaf;
+    uint64_t layouts;
+    uint32_t cfl, ranges, pab, mflags, wins, lazy, kinds, maxleaf;
     unsigned p2v_offset, fill_set;
     unsigned long changes, flushes, unlinked, freed_checked, ops;
 } cov;
@@ -186,19 +203,19 @@ static uint64_t rec_last(const struct rec *r)
 
 /* ---- geometry (from the manuals, given start level and granule) ----------- */
 
-static unsigned level_of(const struct env *e, unsigned d)
+static int level_of(const struct env *e, unsigned d)
 {
-    return e->x86 ? e->start - d : e->start + d;
+    return e->x86 ? e->start - (int)d : e->start + (int)d;
 }
 
 static unsigned shift_of(const struct env *e, unsigned d)
 {
-    unsigned l = level_of(e, d);
-    return e->x86 ? 12 + 9 * (l - 1) : e->gs + e->bpl * (3 - l);
+    int l = level_of(e, d);
+    return e->x86 ? 12 + 9 * (unsigned)(l - 1) : e->gs + e->bpl * (unsigned)(3 - l);
 }
 
 /* Arm ARM D8.6.1: entries in a contiguous run, by granule and level. */
-static unsigned run_entries(const struct env *e, unsigned level)
+static unsigned run_entries(const struct env *e, int level)
 {
     if (e->x86)
         return 1;
@@ -210,12 +227,16 @@ static unsigned run_entries(const struct env *e, unsigned level)
 }
 
 /* Blocks: x86 PDPTE (1 GiB) and PDE (2 MiB); arm64 48-bit OA: 4K L1/L2,
- * 16K L2, 64K L2 (D8.3). */
-static int block_ok(const struct env *e, unsigned level)
+ * 16K L2, 64K L2 (D8.3); with 52-bit descriptors also 4K L0 (512 GiB) and
+ * 16K L1 (64 GiB) with DS = 1, 64K L1 (4 TiB) with FEAT_LPA (D8.2.8 table
+ * D8-17, D8.2.9 table D8-27, D8.2.10 table D8-36). */
+static int block_ok(const struct env *e, int level)
 {
     if (e->x86)
         return level == 2 || level == 3;
-    return level == 2 || (level == 1 && e->gs == 12);
+    if (level == 2 || (level == 1 && e->gs == 12))
+        return 1;
+    return (e->lpa2 && level == (e->gs == 12 ? 0 : 1)) || (e->lpa && level == 1);
 }
 
 static uint64_t bits(unsigned hi, unsigned lo)
@@ -310,7 +331,7 @@ static void f_free(void *ctx, void *va, uint64_t pa, size_t bytes)
 
 /* Permissions inherited from table descriptors on the way down. */
 struct hier {
-    int no_w, no_u, no_x, no_ux, no_px;
+    int no_w, no_u, no_x, no_ux, no_px, no_xu; /* no_xu: EPT bit 10 clear (MBEC) */
 };
 
 static uint32_t x86_mem(uint64_t e, unsigned level, uint64_t va)
@@ -373,9 +394,9 @@ static uint32_t s2_fwb_mem(unsigned m, uint64_t va)
     return 0;
 }
 
-static void bad(uint64_t va, unsigned level, uint64_t desc, const char *why)
+static void bad(uint64_t va, int level, uint64_t desc, const char *why)
 {
-    FAILF("decode", "va %#llx level %u desc %#llx: %s", (ull)va, level, (ull)desc, why);
+    FAILF("decode", "va %#llx level %d desc %#llx: %s", (ull)va, level, (ull)desc, why);
 }
 
 /* A present EPT leaf (SDM vol. 3C 29.3.2, Tables 29-2..29-6; memory
@@ -388,11 +409,14 @@ static void ept_leaf(const struct env *e, uint64_t d, unsigned level, uint64_t v
         bad(va, level, d, "reserved address bits of a large EPT page set");
     if (d & bits(51, e->pa_bits))
         bad(va, level, d, "address bits beyond pa_bits (MAXPHYADDR) set");
-    if (d & (bits(63, 52) | bits(11, 10)))
-        bad(va, level, d, "bits 63:52 / 11:10 set (suppress #VE, MBEC: mmport writes none)");
+    if (d & (bits(63, 52) | bits(11, 11) | (e->mbec ? 0 : bits(10, 10))))
+        bad(va, level, d, "bits 63:52 / 11 set (suppress #VE: mmport writes none), or 10 "
+                          "without MBEC");
     if ((d & 3) == 2)
         bad(va, level, d, "EPT misconfiguration: write without read");
-    if ((d & 7) == 4 && !e->xo)
+    /* Execute-only (29.3.3.1): with MBEC a fetch in either mode (bit 2 or
+     * bit 10) without read. */
+    if (!(d & 1) && (d & (4 | (e->mbec ? 1ull << 10 : 0))) && !e->xo)
         bad(va, level, d, "EPT misconfiguration: execute-only without the capability");
     static const uint32_t mem[8][2] = {{MMP_MEM_NORMAL_NC, MMP_MEM_DEVICE}, {0, MMP_MEM_WC},
                                        {0, 0}, {0, 0}, {0, MMP_MEM_WT}, {0, MMP_MEM_WP},
@@ -413,6 +437,8 @@ static void ept_leaf(const struct env *e, uint64_t d, unsigned level, uint64_t v
         r->attrs |= MMP_PROT_WRITE;
     if (d & 4 && !h->no_x)
         r->attrs |= MMP_PROT_EXEC;
+    if (e->mbec && (d >> 10) & 1 && !h->no_xu)
+        r->attrs |= MMP_PROT_UEXEC;
 }
 
 /* A valid x86 leaf at level (1 PTE, 2 PDE, 3 PDPTE). */
@@ -449,23 +475,38 @@ static void x86_leaf(const struct env *e, uint64_t d, unsigned level, uint64_t v
 }
 
 /* A valid arm64 block or page at level. */
-static void arm_leaf(const struct env *e, uint64_t d, unsigned level, uint64_t va,
+static void arm_leaf(const struct env *e, uint64_t d, int level, uint64_t va,
                      const struct hier *h, struct rec *r)
 {
-    unsigned sh = e->gs + e->bpl * (3 - level);
-    if (d & bits(sh - 1, 12))
-        bad(va, level, d, "bits below the output address set (RES0 / nT / OA[51:48])");
-    if (d & bits(51, 48))
-        bad(va, level, d, "bits 51:48 set (OA beyond 48 bits, DBM, GP: never written)");
+    unsigned sh = e->gs + e->bpl * (unsigned)(3 - level);
+    /* Output address (D8.3.1 tables D8-50..53): OA[47:sh] in place; with
+     * DS = 1 (FEAT_LPA2) OA[49:48] in bits 49:48 and OA[51:50] in bits 9:8,
+     * which then hold no shareability (TCR/VTCR.SH0 gives it, checked with
+     * the registers); 64K with FEAT_LPA: OA[51:48] in bits 15:12. */
+    uint64_t oa = d & bits(47, sh), below = sh > 12 ? bits(sh - 1, 12) : 0;
+    if (e->lpa2) {
+        oa = (d & bits(49, sh)) | ((d >> 8) & 3) << 50;
+        if (d & bits(51, 50))
+            bad(va, level, d, "bits 51:50 set (DBM, GP: never written)");
+    } else {
+        if (e->lpa) {
+            oa |= ((d >> 12) & 0xf) << 48;
+            below = sh > 16 ? bits(sh - 1, 16) : 0;
+        }
+        if (d & bits(51, 48))
+            bad(va, level, d, "bits 51:48 set (OA beyond 48 bits, DBM, GP: never written)");
+        if (((d >> 8) & 3) == 1)
+            bad(va, level, d, "SH = 0b01 is reserved");
+    }
+    if (d & below)
+        bad(va, level, d, "bits below the output address set (RES0 / nT)");
     if (d & bits(63, 55))
         bad(va, level, d, "software / PBHA bits 63:55 set (mmport writes none)");
-    if (d & bits(47, e->pa_bits))
+    if (e->pa_bits < 52 && oa >> e->pa_bits)
         bad(va, level, d, "output address beyond pa_bits");
     if (!(d & (1ull << 10)))
         bad(va, level, d, "AF clear: every access would fault");
-    if (((d >> 8) & 3) == 1)
-        bad(va, level, d, "SH = 0b01 is reserved");
-    r->pa = d & bits(47, sh);
+    r->pa = oa;
     r->size = 1ull << sh;
     r->cont = (d >> 52) & 1;
     unsigned ap = (d >> 6) & 3;
@@ -525,7 +566,8 @@ static void decode(struct env *e, struct tpage *pg, unsigned d, uint64_t base, u
         hi = last;
     if (lo > hi)
         return;
-    unsigned sh = shift_of(e, d), level = level_of(e, d);
+    unsigned sh = shift_of(e, d);
+    int level = level_of(e, d);
     size_t nent = pg->bytes / 8;
     uint64_t *t = pg->mem;
     pg->dseen = e->dgen;
@@ -544,7 +586,7 @@ static void decode(struct env *e, struct tpage *pg, unsigned d, uint64_t base, u
         uint64_t x = __atomic_load_n(&t[i], __ATOMIC_RELAXED);
         uint64_t slast = va + (1ull << sh) - 1;
         if (e->ept) {
-            if (x & 7) {
+            if (x & (7 | (e->mbec ? 1ull << 10 : 0))) { /* present (29.3.2) */
                 int leaf = level == 1 || (x & 0x80);
                 if (leaf && level > 3)
                     bad(va, level, x, "bit 7 set in an EPT PML4E/PML5E (misconfiguration)");
@@ -553,15 +595,17 @@ static void decode(struct env *e, struct tpage *pg, unsigned d, uint64_t base, u
                     ept_leaf(e, x, level, va, &h, &r);
                     recs_push(out, &r);
                 } else {
-                    if (x & (bits(7, 3) | bits(63, 52) | bits(11, 10)))
-                        bad(va, level, x, "reserved bits 7:3 (or bits 63:52, 11:10) of an EPT "
-                                          "table entry set");
+                    if (x & (bits(7, 3) | bits(63, 52) | bits(11, 11) |
+                             (e->mbec ? 0 : bits(10, 10))))
+                        bad(va, level, x, "reserved bits 7:3 (or bits 63:52, 11, 10 without "
+                                          "MBEC) of an EPT table entry set");
                     if ((x & 3) == 2)
                         bad(va, level, x, "EPT misconfiguration: write without read");
                     struct hier c = h;
                     c.no_u |= !(x & 1);
                     c.no_w |= !(x & 2);
                     c.no_x |= !(x & 4);
+                    c.no_xu |= !((x >> 10) & 1);
                     struct tpage *cp = page_of_pa(e, x & bits(51, 12));
                     if (!cp || cp->pa != (x & bits(51, 12)))
                         bad(va, level, x, "EPT table entry points to no table page");
@@ -596,8 +640,19 @@ static void decode(struct env *e, struct tpage *pg, unsigned d, uint64_t base, u
             }
         } else if (x & 1) {
             if ((x & 2) && level < 3) {
-                if (x & bits(50, 48))
-                    bad(va, level, x, "RES0 bits 50:48 of a table descriptor set");
+                /* Next-level table address: as the output address above
+                 * (D8.3.1 tables D8-50/51), bits 11:2 otherwise ignored. */
+                uint64_t ta = x & bits(47, e->gs);
+                if (e->lpa2) {
+                    ta = (x & bits(49, e->gs)) | ((x >> 8) & 3) << 50;
+                    if (x & bits(51, 50))
+                        bad(va, level, x, "RES0 bits 51:50 of a table descriptor set");
+                } else {
+                    if (e->lpa)
+                        ta |= ((x >> 12) & 0xf) << 48;
+                    if (x & bits(50, 48))
+                        bad(va, level, x, "RES0 bits 50:48 of a table descriptor set");
+                }
                 if (e->fmt == MMP_PT_ARM64_S2 && (x >> 59))
                     bad(va, level, x, "stage-2 table descriptor bits 63:59 set (RES0)");
                 struct hier c = h;
@@ -605,7 +660,6 @@ static void decode(struct env *e, struct tpage *pg, unsigned d, uint64_t base, u
                 c.no_ux |= (int)((x >> 60) & 1);
                 c.no_u |= (int)((x >> 61) & 1);
                 c.no_w |= (int)((x >> 62) & 1);
-                uint64_t ta = x & bits(47, e->gs);
                 struct tpage *cp = page_of_pa(e, ta);
                 if (!cp || cp->pa != ta)
                     bad(va, level, x, "table descriptor points to no table page");
@@ -631,7 +685,7 @@ static void decode(struct env *e, struct tpage *pg, unsigned d, uint64_t base, u
 /* Decode [lo, hi] of the whole table. */
 static void decode_range(struct env *e, uint64_t lo, uint64_t hi, struct recs *out)
 {
-    struct hier h = {0, 0, 0, 0, 0};
+    struct hier h = {0, 0, 0, 0, 0, 0};
     out->n = 0;
     recs_reserve(out, 1); /* never a NULL array */
     e->dgen++;
@@ -835,7 +889,8 @@ static void snapshot(struct env *e)
         struct tpage *pg = &e->pg[p];
         if (!pg->live || !pg->linked || !memcmp(pg->mem, pg->shadow, pg->bytes))
             continue;
-        unsigned sh = shift_of(e, pg->depth), lev = level_of(e, pg->depth);
+        unsigned sh = shift_of(e, pg->depth);
+        int lev = level_of(e, pg->depth);
         uint64_t grp = (uint64_t)run_entries(e, lev) << sh;
         size_t nent = pg->bytes / 8;
         for (size_t i = 0; i < nent; i++) {
@@ -1025,8 +1080,10 @@ static uint32_t pick_attrs(uint8_t b, const struct env *e)
         if (b & 8)
             a |= MMP_PROT_GLOBAL;
     }
-    if (e->xo && (b & 4))
-        a = MMP_PROT_EXEC; /* EPT execute-only */
+    if (e->mbec && (b & 8)) /* user-mode execute; with b & 2 in both modes */
+        a |= MMP_PROT_UEXEC;
+    if (e->xo && (b & 4)) /* EPT execute-only (in either mode, with MBEC) */
+        a = a & MMP_PROT_UEXEC ? a & (MMP_PROT_EXEC | MMP_PROT_UEXEC) : MMP_PROT_EXEC;
     static const uint32_t mem[] = {MMP_MEM_NORMAL_WB, MMP_MEM_NORMAL_NC, MMP_MEM_DEVICE,
                                    MMP_MEM_WC,        MMP_MEM_WT,        MMP_MEM_WP};
     return a | mem[(b >> 4) % (e->ept ? 6 : 3)];
@@ -1312,7 +1369,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size < 3)
         return 0;
-    const struct fcfg *fc = &cfgs[data[0] % NCFGS];
+    unsigned li = data[0] < WIDE_FROM ? data[0] % NBASE
+                                      : NBASE + (data[0] - WIDE_FROM) % (unsigned)(NCFGS - NBASE);
+    const struct fcfg *fc = &cfgs[li];
     int x86 = fc->format == MMP_PT_X86_64 || fc->format == MMP_PT_X86_EPT ||
               fc->format == MMP_PT_X86_NPT;
     int sign = fc->format == MMP_PT_X86_64; /* canonical VAs; EPT/NPT take GPAs */
@@ -1325,8 +1384,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cfl |= data[1] & 0x20 ? MMP_PT_EPT_XO : 0;
         cfl |= (data[2] / 36) & 1 ? MMP_PT_EPT_AD : 0;
     }
-    static const uint32_t pab_x86[] = {0, 36, 40, 46}, pab_arm[] = {0, 32, 40, 44};
-    uint32_t pa_bits = (x86 ? pab_x86 : pab_arm)[(data[2] / 9) % 4];
+    cfl |= fc->flags & ~PA52;
+    /* arm64: 52 selects the 52-bit descriptor layouts (FEAT_LPA2 / FEAT_LPA) */
+    static const uint32_t pab_x86[] = {0, 36, 40, 46}, pab_arm[] = {0, 32, 40, 52};
+    uint32_t pa_bits = fc->flags & PA52 ? 52 : (x86 ? pab_x86 : pab_arm)[(data[2] / 9) % 4];
     /* max_leaf: none, the smallest block, or 16 granules */
     static const uint64_t first_block[] = {2ull << 20, 32ull << 20, 512ull << 20};
     unsigned ml = (data[2] / 72) % 4;
@@ -1337,7 +1398,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                 data[2] % 9u, max_leaf, 0};
     static struct env e;
     memset(&e, 0, sizeof e);
-    cov.layouts |= 1u << (data[0] % NCFGS);
+    cov.layouts |= 1ull << li;
     cov.cfl |= cfl;
     cov.maxleaf |= 1u << ((data[2] / 72) % 4);
     cov.ranges |= 1u << (data[2] % 9u);
@@ -1348,8 +1409,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     e.offset_p2v = data[1] >> 7;
     e.gs = fc->granule == 4096 ? 12 : fc->granule == 16384 ? 14 : 16;
     unsigned pab = pa_bits ? pa_bits : x86 ? 52 : 48;
-    /* Table pages at the top of the output space (offset mode). */
-    e.tbl_base = (1ull << pab) - MAXPAGES * SLOT;
+    /* Table pages at the top of the output space (offset mode); with the
+     * arm64 52-bit layouts below 5 << 48, so that OA[51:50] (01) and
+     * OA[49:48] (00) differ and a field moved or swapped shows. */
+    int arm52 = !x86 && pab == 52;
+    e.tbl_base = (arm52 ? 5ull << 48 : 1ull << pab) - MAXPAGES * SLOT;
     struct mmp_pt_ops ops = {.alloc_table = f_alloc,
                              .free_table = f_free,
                              .phys_to_virt = e.offset_p2v ? f_p2v : NULL,
@@ -1375,12 +1439,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     e.el2 = (cfl & MMP_PT_EL2) != 0;
     e.bpl = e.gs - 3;
     e.nlev = info.levels;
-    e.start = (unsigned)info.start_level;
+    e.start = info.start_level;
+    e.mbec = (cfl & MMP_PT_EPT_MBEC) != 0;
     e.pa_bits = pab;
     e.va_bits = fc->va_bits;
     e.mair = info.mair;
     if (info.pa_bits != pab || (!x86 && info.t0sz != 64 - fc->va_bits))
         fail("info", "geometry differs from the configuration");
+    if (!x86) {
+        /* TCR_EL1 (D24.2.194): IPS 34:32, DS 59; TCR_EL2 with E2H = 0
+         * (D24.2.195) and VTCR_EL2 (D24.2.224): PS 18:16, DS 32. PS/IPS
+         * 0b110 is 52 bits; DS = 1 selects the FEAT_LPA2 descriptors, whose
+         * Normal memory is as shareable as SH0 (13:12) says (D8.3.1). */
+        struct mmp_pt_regs rg;
+        if (mmp_pt_regs(&pt, 0, &rg))
+            fail("regs", "failed");
+        int tcr2 = fc->format == MMP_PT_ARM64_S2 || e.el2;
+        unsigned ds = (unsigned)(rg.tcr >> (tcr2 ? 32 : 59)) & 1;
+        unsigned ps = (unsigned)(rg.tcr >> (tcr2 ? 16 : 32)) & 7, sh0 = (rg.tcr >> 12) & 3;
+        if ((ps == 6) != (pab == 52) || ds != (pab == 52 && e.gs != 16))
+            FAILF("regs", "TCR %#llx: PS %u / DS %u do not match pa_bits %u, granule %u",
+                  (ull)rg.tcr, ps, ds, pab, fc->granule);
+        if (ds && sh0 < 2)
+            FAILF("regs", "TCR %#llx: SH0 %u with DS = 1 (reserved or non-shareable leaves)",
+                  (ull)rg.tcr, sh0);
+        e.lpa2 = ds;
+        e.lpa = ps == 6 && e.gs == 16;
+    }
     e.root = page_of_pa(&e, mmp_pt_root(&pt));
     if (!e.root || e.root->pa != mmp_pt_root(&pt) || e.root->bytes != info.root_bytes)
         fail("init", "root is no table page of root_bytes");
@@ -1441,7 +1526,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (o.len > cap)
             o.len = cap;
         uint64_t voff = ((uint64_t)(b[2] | b[3] << 8) * unit) % w.size;
-        uint64_t pbase = b[0] & 0x80 ? (1ull << pab) - pw : 0;
+        /* the high window: the top of the output space, or for the arm64
+         * 52-bit layouts one across 9 << 48 (OA[51:48] 1000 / 1001) */
+        uint64_t pbase = !(b[0] & 0x80) ? 0 : arm52 ? (9ull << 48) - pw / 2 : (1ull << pab) - pw;
         uint64_t poff = ((uint64_t)(b[4] | b[5] << 8) * unit) % pw;
         /* count bit 4: right after the previous operation (va and pa), so
          * that calls complete runs and blocks together (folds); bit 5: the

@@ -3,7 +3,8 @@
  * Intel EPT and AMD NPT: descriptor bits written out from the manuals
  * (Intel SDM vol. 3C 29.3.2 Tables 29-1..29-6, 25.6.11; AMD APM vol. 2
  * 15.25), every combination the SDM calls an EPT misconfiguration refused,
- * and the control-register values of mmp_pt_regs().
+ * mode-based execute control, and the control-register values of
+ * mmp_pt_regs().
  */
 #include "pt_harness.h"
 
@@ -149,13 +150,88 @@ START_TEST(ept_execute_only)
 }
 END_TEST
 
+/*
+ * Mode-based execute control (SDM 3C 29.3.2): bit 2 supervisor-mode and
+ * bit 10 user-mode execute, in every combination with R/W; tables allow
+ * both; an entry with bit 10 alone is present; without R, executing in
+ * either mode is execute-only (29.3.3.1) and needs MMP_PT_EPT_XO.
+ */
+#define XU (1ull << 10)
+START_TEST(ept_mode_based_execute)
+{
+    for (int xo = 0; xo < 2; xo++) {
+        const struct mmp_pt_config c = {
+            MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_MBEC | (xo ? MMP_PT_EPT_XO : 0), 0, 0};
+        struct tenv *e = tenv_new(&c);
+        const uint64_t pa = 0x7654321000ull;
+        for (uint32_t p = 0; p < 16; p++) {
+            uint32_t a = (p & 7) | (p & 8 ? MMP_PROT_UEXEC : 0);
+            int exec = (p & 4) || (p & 8);
+            int ok = (a & MMP_PROT_READ) || (xo && exec && !(a & MMP_PROT_WRITE));
+            int rc = mmp_pt_map(&e->pt, 0x1000, pa, 4096, a, 0);
+            ck_assert_msg(rc == (ok ? 0 : -MMP_EINVAL), "xo %d attrs %#x rc %d", xo, a, rc);
+            if (!ok)
+                continue;
+            struct mmp_pt_leaf l;
+            ck_assert_int_eq(mmp_pt_lookup(&e->pt, 0x1000, &l), 0);
+            ck_assert_uint_eq(l.attrs, a);
+            ck_assert_uint_eq(l.desc, pa | (p & 7) | (p & 8 ? XU : 0) | MT(6));
+            /* Present, whatever bits: a second map finds it. */
+            ck_assert_int_eq(mmp_pt_map(&e->pt, 0x1000, pa, 4096, RO, 0), -MMP_EEXIST);
+            ck_assert_int_eq(mmp_pt_unmap(&e->pt, 0x1000, 4096), 0);
+        }
+        /* Tables: R|W|X|XU (access is the AND over the walk). */
+        ck_assert_int_eq(mmp_pt_map(&e->pt, 0x1000, pa, 4096, RO, 0), 0);
+        ck_assert_uint_eq(root_entry(e, 0) & 0xfff, 0x407);
+        /* Blocks carry bit 10, splits keep it, protect moves it. */
+        ck_assert_uint_eq(leaf_desc(e, 1 << 21, 1 << 21, 1 << 21, RO | MMP_PROT_UEXEC),
+                          (1 << 21) | 0x1 | XU | MT(6) | BIG);
+        ck_assert_int_eq(mmp_pt_map(&e->pt, 1 << 21, 1 << 21, 1 << 21, RO | MMP_PROT_UEXEC, 0),
+                         0);
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, 1 << 21, 4096, RO | MMP_PROT_EXEC), 0);
+        struct mmp_pt_leaf l;
+        ck_assert_int_eq(mmp_pt_lookup(&e->pt, (1 << 21) + 4096, &l), 0);
+        ck_assert_uint_eq(l.desc, ((1 << 21) + 4096) | 0x1 | XU | MT(6));
+        ck_assert_int_eq(mmp_pt_lookup(&e->pt, 1 << 21, &l), 0);
+        ck_assert_uint_eq(l.desc, (1 << 21) | 0x1 | X | MT(6));
+        ck_assert_uint_eq(l.attrs, RO | MMP_PROT_EXEC);
+        /* USER / GLOBAL stay refused; EPTP has no MBEC bit, info names it. */
+        ck_assert_int_eq(mmp_pt_map(&e->pt, 0, 0, 4096, RO | MMP_PROT_USER, 0), -MMP_EINVAL);
+        struct mmp_pt_info inf;
+        struct mmp_pt_regs r;
+        ck_assert_int_eq(mmp_pt_info(&e->pt, &inf), 0);
+        ck_assert_uint_eq(inf.features, MMP_PT_FEAT_EPT_MBEC);
+        ck_assert_int_eq(mmp_pt_regs(&e->pt, 0, &r), 0);
+        ck_assert_uint_eq(r.root, mmp_pt_root(&e->pt) | 6 | 3 << 3);
+        tenv_free(e);
+    }
+    /* Without MBEC bit 10 is never written: UEXEC is refused, tables RWX. */
+    static const struct mmp_pt_config others[] = {
+        EPT4, {MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_XO, 0, 0}, NPT4,
+        {MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0}, {MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0},
+        {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0}};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        struct tenv *e = tenv_new(&others[i]);
+        ck_assert_int_eq(mmp_pt_map(&e->pt, 0, 0, 4096, RO | MMP_PROT_UEXEC, 0), -MMP_EINVAL);
+        ck_assert_int_eq(
+            mmp_pt_map(&e->pt, 0, 0, 4096, RO | MMP_PROT_EXEC | MMP_PROT_UEXEC, 0), -MMP_EINVAL);
+        ck_assert_int_eq(mmp_pt_map(&e->pt, 0, 0, 4096, MMP_PROT_UEXEC, 0), -MMP_EINVAL);
+        struct mmp_pt_info inf;
+        mmp_pt_info(&e->pt, &inf);
+        ck_assert_uint_eq(inf.features & MMP_PT_FEAT_EPT_MBEC, 0);
+        tenv_free(e);
+    }
+}
+END_TEST
+
 START_TEST(ept_npt_config_flags)
 {
     struct {
         struct mmp_pt_config c;
         int rc;
     } cases[] = {
-        {{MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_MBEC, 0, 0, 0}, -MMP_ENOTSUP},
+        {{MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_MBEC, 0, 0, 0}, 0},
+        {{MMP_PT_X86_NPT, 4096, 48, 0, MMP_PT_EPT_MBEC, 0, 0, 0}, -MMP_EINVAL},
         {{MMP_PT_X86_EPT, 4096, 52, 0, 0, 0, 0, 0}, -MMP_EINVAL},
         {{MMP_PT_X86_EPT, 16384, 48, 0, 0, 0, 0, 0}, -MMP_EINVAL},
         {{MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EL2, 0, 0, 0}, -MMP_EINVAL},
@@ -259,6 +335,7 @@ Suite *mmp_suite_pt_ept(void)
     MMP_ADD(s, ept_split_keeps_type);
     MMP_ADD(s, ept_refused);
     MMP_ADD(s, ept_execute_only);
+    MMP_ADD(s, ept_mode_based_execute);
     MMP_ADD(s, ept_npt_config_flags);
     MMP_ADD(s, npt_bits);
     MMP_ADD(s, regs_values);

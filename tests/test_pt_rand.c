@@ -27,8 +27,20 @@ static const struct rcfg {
     {{"arm64-s2-64k-lpa-52", {MMP_PT_ARM64_S2, 65536, 52, 52, MMP_PT_S2FWB, 0, 0, 0}}, 1ull << 49},
 };
 
-/* pa_cross 0: output addresses near the input window, as before. */
-static void differential(const struct tcfg *cfg, uint64_t pa_cross, int steps, uint64_t seed)
+static const uint32_t attrs_pool[] = {RW, RO, RW | MMP_MEM_DEVICE, RO | MMP_PROT_EXEC,
+                                      RW | MMP_MEM_NORMAL_NC};
+/* EPT with mode-based execute control and execute-only: bit 10 alone,
+ * with bit 2, and without read. */
+static const uint32_t attrs_mbec[] = {RW | MMP_PROT_UEXEC, RO | MMP_PROT_EXEC | MMP_PROT_UEXEC,
+                                      MMP_PROT_UEXEC | MMP_MEM_WC, RO | MMP_PROT_EXEC,
+                                      MMP_PROT_EXEC | MMP_PROT_UEXEC};
+static const struct tcfg cfg_mbec = {
+    "x86-ept-mbec-xo", {MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_MBEC | MMP_PT_EPT_XO, 0, 0}};
+
+/* pa_cross 0: output addresses near the input window, as before; pool: 5
+ * attribute words. */
+static void differential(const struct tcfg *cfg, uint64_t pa_cross, int steps, uint64_t seed,
+                         const uint32_t *pool)
 {
     struct tenv *e = tenv_new(&cfg->c);
     struct mmp_pt_info inf;
@@ -42,8 +54,6 @@ static void differential(const struct tcfg *cfg, uint64_t pa_cross, int steps, u
         W = 8192 * G;
     uint64_t n = W / G, base = blk * 4;
     struct mpage *m = calloc(n, sizeof *m);
-    static const uint32_t attrs_pool[] = {RW, RO, RW | MMP_MEM_DEVICE, RO | MMP_PROT_EXEC,
-                                          RW | MMP_MEM_NORMAL_NC};
     for (int step = 0; step < steps; step++) {
         uint64_t r = rnd64(&seed);
         int op = (int)(r % 10);
@@ -66,7 +76,7 @@ static void differential(const struct tcfg *cfg, uint64_t pa_cross, int steps, u
             first -= first % al;
         }
         uint64_t va = base + first * G;
-        uint32_t attrs = attrs_pool[rnd64(&seed) % 5];
+        uint32_t attrs = pool[rnd64(&seed) % 5];
         uint64_t pa = (rnd64(&seed) % 2) ? va + blk * 16 : (rnd64(&seed) % 4096) * G;
         if (pa_cross)
             pa = pa_cross - W + pa % (2 * W); /* blk-aligned: still block-sized leaves */
@@ -107,7 +117,8 @@ START_TEST(differential_vs_model)
 {
     int steps = mmp_test_slow() ? 150 : 3000;
     for (size_t c = 0; c < NCFG; c++)
-        differential(&pt_cfgs[c], 0, steps, 0x9e3779b97f4a7c15ull ^ (c * 0x1234567));
+        differential(&pt_cfgs[c], 0, steps, 0x9e3779b97f4a7c15ull ^ (c * 0x1234567), attrs_pool);
+    differential(&cfg_mbec, 0, steps, 0x51ed27061a3b4c5dull, attrs_mbec);
 }
 END_TEST
 
@@ -115,7 +126,8 @@ START_TEST(differential_52bit_output)
 {
     int steps = mmp_test_slow() ? 150 : 3000;
     for (size_t c = 0; c < sizeof cfgs52 / sizeof cfgs52[0]; c++)
-        differential(&cfgs52[c].t, cfgs52[c].pa_cross, steps, 0x2545f4914f6cdd1dull ^ c);
+        differential(&cfgs52[c].t, cfgs52[c].pa_cross, steps, 0x2545f4914f6cdd1dull ^ c,
+                     attrs_pool);
 }
 END_TEST
 

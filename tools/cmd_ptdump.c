@@ -16,7 +16,8 @@
 #include "cli.h"
 #include "pt_formats.h"
 
-/* "rwxug" letters and a memory type word: rw, rx,device, rwx,nc ... */
+/* "rwxug" letters (X: user-mode execute, x86-ept-mbec) and a memory type
+ * word: rw, rx,device, rwx,nc ... */
 static bool parse_attrs(const char *s, uint32_t *out)
 {
     uint32_t a = 0;
@@ -43,6 +44,7 @@ static bool parse_attrs(const char *s, uint32_t *out)
                 case 'w': a |= MMP_PROT_WRITE; break;
                 case 'x': a |= MMP_PROT_EXEC; break;
                 case 'u': a |= MMP_PROT_USER; break;
+                case 'X': a |= MMP_PROT_UEXEC; break; /* x86-ept-mbec */
                 case 'g': a |= MMP_PROT_GLOBAL; break;
                 default: return false;
                 }
@@ -96,7 +98,8 @@ static void jregion_emit(struct jregion *r, bool *first)
            ", \"prot\": \"%c%c%c%c%c\", \"mem\": \"%s\"}",
            *first ? "" : ",", l->va, l->pa, r->size, kind_word(l->kind), l->size, l->level, r->n,
            a & MMP_PROT_READ ? 'r' : '-', a & MMP_PROT_WRITE ? 'w' : '-',
-           a & MMP_PROT_EXEC ? 'x' : '-', a & MMP_PROT_USER ? 'u' : '-',
+           a & MMP_PROT_EXEC ? 'x' : '-',
+           a & MMP_PROT_UEXEC ? 'X' : a & MMP_PROT_USER ? 'u' : '-',
            a & MMP_PROT_GLOBAL ? 'g' : '-', mem_word(a));
     *first = false;
     r->open = false;
@@ -425,12 +428,14 @@ const struct cli_command cli_cmd_ptdump = {
              "kind (VA range, PA, size, block / cont / page with leaf size and level,\n"
              "attributes), then the totals: pages, contiguous runs, blocks, table pages.\n\n"
              "  --format F   x86-64, x86-64-la57, x86-ept (Intel EPT, 4-level), x86-ept-5,\n"
+             "               x86-ept-mbec (mode-based execute control, execute-only allowed),\n"
              "               x86-npt (AMD nested paging), arm64-4k (default), arm64-16k, arm64-64k,\n"
              "               arm64-el2-4k (single-range EL2), arm64-s2-4k (40-bit IPA),\n"
              "               arm64-s2-16k, arm64-s2-64k; 52-bit VA and PA (FEAT_LPA2 /\n"
              "               FEAT_LPA): arm64-4k-lpa2, arm64-16k-lpa2, arm64-64k-lpa,\n"
              "               arm64-s2-4k-lpa2, arm64-s2-16k-lpa2, arm64-s2-64k-lpa\n"
-             "  --map        sizes take K/M/G suffixes; ATTRS: letters r w x u g and a\n"
+             "  --map        sizes take K/M/G suffixes; ATTRS: letters r w x u g (and X,\n"
+             "               user-mode execute, x86-ept-mbec only; x is then supervisor) and a\n"
              "               memory type wb (default), nc, device (or, x86-ept only, wc, wt,\n"
              "               wp), comma separated,\n"
              "               e.g. 0x40000000:0x80000000:2M:rw,device; VA, PA and SIZE\n"

@@ -30,6 +30,7 @@ static const struct cli_pt_format cli_pt_formats[] = {
     {"arm64-s2-64k-lpa", {MMP_PT_ARM64_S2, 65536, 52, 52, 0, 0, 0, 0}},
     {"x86-ept", {MMP_PT_X86_EPT, 4096, 48, 0, 0, 0, 0, 0}},
     {"x86-ept-5", {MMP_PT_X86_EPT, 4096, 57, 0, 0, 0, 0, 0}},
+    {"x86-ept-mbec", {MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_MBEC | MMP_PT_EPT_XO, 0, 0, 0}},
     {"x86-npt", {MMP_PT_X86_NPT, 4096, 48, 0, 0, 0, 0, 0}},
 };
 #define CLI_PT_NFORMATS (sizeof cli_pt_formats / sizeof cli_pt_formats[0])

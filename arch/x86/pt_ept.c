@@ -39,8 +39,17 @@
  * D when writable) preset then, so the CPU never has to update an entry
  * the hypervisor owns. With A/D enabled, guest paging-structure reads
  * count as writes (29.3.5): map guest page tables writable.
- * Mode-based execute control (MMP_PT_EPT_MBEC) is not implemented:
- * mmp_pt_init() gives -ENOTSUP for it.
+ *
+ * Mode-based execute control (MMP_PT_EPT_MBEC; 29.3.2 Tables 29-1..29-6,
+ * the secondary processor-based VM-execution control bit 22, 25.6.2 Table
+ * 25-7): bit 2 then allows fetches from supervisor-mode linear addresses
+ * (MMP_PROT_EXEC), bit 10 from user-mode ones (MMP_PROT_UEXEC), and an
+ * entry is present when any of bits 2:0 or bit 10 is set, so bit 10
+ * joins valid_bit and the table template. The misconfiguration list
+ * (29.3.3.1) names execute-only as bits 2:0 = 100b; a leaf with bit 10
+ * and neither R nor W is the same "fetch but no read" case for user
+ * mode, so any leaf without R that executes in either mode needs
+ * MMP_PT_EPT_XO: refused otherwise, whichever way a CPU reads it.
  */
 #include "pt_x86.h"
 
@@ -53,6 +62,7 @@
 #define E_LEAF (1ull << 7)
 #define E_A (1ull << 8)
 #define E_D (1ull << 9)
+#define E_XU (1ull << 10)
 #define E_TRK_SW (1ull << 11)
 
 /* EPT memory types (SDM 3C 29.3.7, 3A 13.3 Table 13-1). */
@@ -69,12 +79,11 @@ static const struct {
 
 static int ept_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 {
-    if (cfg->flags & MMP_PT_EPT_MBEC)
-        return -MMP_ENOTSUP;
     bool ad = (cfg->flags & MMP_PT_EPT_AD) != 0;
-    int rc = mmp_core_x86_pt_setup(g, cfg, E_R | E_W | E_X, E_R | E_W | E_X | (ad ? E_A : 0),
-                                   ad ? E_A | E_D : 0, true);
-    g->fmt_flags = cfg->flags & (MMP_PT_EPT_XO | MMP_PT_EPT_AD);
+    uint64_t rwx = E_R | E_W | E_X | (cfg->flags & MMP_PT_EPT_MBEC ? E_XU : 0);
+    int rc = mmp_core_x86_pt_setup(g, cfg, rwx, rwx | (ad ? E_A : 0), ad ? E_A | E_D : 0, true);
+    g->fmt_flags = cfg->flags & (MMP_PT_EPT_XO | MMP_PT_EPT_AD | MMP_PT_EPT_MBEC);
+    g->features = cfg->flags & MMP_PT_EPT_MBEC ? MMP_PT_FEAT_EPT_MBEC : 0;
     /* Tracking (core/pt_track.c): hardware A/D (29.3.5) need EPTP bit 6;
      * software marks tracked leaves with bit 11, ignored in every EPT
      * entry (Tables 29-1..29-6). */
@@ -92,16 +101,19 @@ static int ept_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 
 static int ept_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint64_t *tmpl)
 {
-    uint32_t p = attrs & (MMP_PROT_READ | MMP_PROT_WRITE | MMP_PROT_EXEC);
-    /* USER and GLOBAL mean nothing at the second stage. */
+    uint32_t x = MMP_PROT_EXEC | (g->fmt_flags & MMP_PT_EPT_MBEC ? MMP_PROT_UEXEC : 0);
+    uint32_t p = attrs & (MMP_PROT_READ | MMP_PROT_WRITE | x);
+    /* USER and GLOBAL mean nothing at the second stage; UEXEC only with MBEC. */
     if (attrs & ~(p | MMP_MEM_MASK))
         return -MMP_EINVAL;
-    /* Misconfigurations (29.3.3.1): W without R; X alone without the
-     * execute-only capability. Nothing at all would be "not present". */
-    if (!(p & MMP_PROT_READ) && (p != MMP_PROT_EXEC || !(g->fmt_flags & MMP_PT_EPT_XO)))
+    /* Misconfigurations (29.3.3.1): W without R; execute without R (in
+     * either mode) without the execute-only capability. Nothing at all
+     * would be "not present". */
+    if (!(p & MMP_PROT_READ) &&
+        (!(p & x) || (p & MMP_PROT_WRITE) || !(g->fmt_flags & MMP_PT_EPT_XO)))
         return -MMP_EINVAL;
     uint64_t t = (p & MMP_PROT_READ ? E_R : 0) | (p & MMP_PROT_WRITE ? E_W : 0) |
-                 (p & MMP_PROT_EXEC ? E_X : 0);
+                 (p & MMP_PROT_EXEC ? E_X : 0) | (p & MMP_PROT_UEXEC ? E_XU : 0);
     size_t i = 0;
     while (i < N_TYPES && ept_types[i].mem != (attrs & MMP_MEM_MASK))
         i++;
@@ -120,7 +132,8 @@ static uint32_t ept_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
 {
     (void)d;
     uint32_t a = (e & E_R ? MMP_PROT_READ : 0) | (e & (E_W | g->trk_m) ? MMP_PROT_WRITE : 0) |
-                 (e & E_X ? MMP_PROT_EXEC : 0);
+                 (e & E_X ? MMP_PROT_EXEC : 0) |
+                 (e & E_XU && g->fmt_flags & MMP_PT_EPT_MBEC ? MMP_PROT_UEXEC : 0);
     unsigned mt = (unsigned)((e & E_MT) >> E_MT_SHIFT), ipat = (e & E_IPAT) != 0;
     for (size_t i = 0; i < N_TYPES; i++)
         if (ept_types[i].mt == mt && ept_types[i].ipat == ipat)
@@ -129,7 +142,8 @@ static uint32_t ept_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
 }
 
 /* EPTP (SDM 3C 25.6.11, Table 25-9): bits 2:0 the memory type of the walk
- * (WB), 5:3 page-walk length - 1, 6 A/D enable, address bits N-1:12. */
+ * (WB), 5:3 page-walk length - 1, 6 A/D enable, address bits N-1:12.
+ * MBEC is a VM-execution control, not an EPTP bit (mmp_pt_info features). */
 static void ept_regs(const struct mmp_pt_geom *g, uint64_t root_pa, uint16_t id,
                      struct mmp_pt_regs *out)
 {

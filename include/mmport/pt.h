@@ -36,7 +36,8 @@ enum mmp_pt_format {
      * Intel EPT (SDM vol. 3C 29.3), input = guest-physical address; 4-level
      * (va_bits 48, EPTP page-walk length 4) or 5-level (va_bits 57, length
      * 5). Leaves need MMP_PROT_READ (or MMP_PT_EPT_XO for execute-only);
-     * USER and GLOBAL are rejected. Memory types: WB (guest PAT honoured),
+     * USER and GLOBAL are rejected; user-mode execute (MMP_PROT_UEXEC)
+     * with MMP_PT_EPT_MBEC. Memory types: WB (guest PAT honoured),
      * NORMAL_NC (EPT UC, guest PAT honoured), DEVICE (UC, ignore-PAT),
      * WC / WT / WP (ignore-PAT). See docs/pagetables.md.
      */
@@ -85,8 +86,20 @@ enum mmp_pt_config_flag {
      * then sets): entries get A (bit 8) and writable leaves D (bit 9) preset.
      */
     MMP_PT_EPT_AD = 1u << 9,
-    /** EPT: mode-based execute control (user-execute bit 10). Not
-     * implemented yet: mmp_pt_init() returns -ENOTSUP. */
+    /**
+     * EPT: mode-based execute control (Intel SDM vol. 3C 29.3.2; the CPU
+     * has it when IA32_VMX_PROCBASED_CTLS2 allows bit 22). Execute is then
+     * split by the mode of the guest's linear address: MMP_PROT_EXEC sets
+     * bit 2, execute for supervisor-mode addresses, MMP_PROT_UEXEC bit 10,
+     * execute for user-mode addresses; any combination, e.g. UEXEC without
+     * EXEC for "user code runs, the guest kernel may not execute it".
+     * Tables allow both. A leaf without MMP_PROT_READ that executes in
+     * either mode is execute-only and needs MMP_PT_EPT_XO too. The
+     * hypervisor sets the secondary processor-based VM-execution control
+     * bit 22 "mode-based execute control for EPT" (EPTP has no bit for
+     * it; mmp_pt_info() reports MMP_PT_FEAT_EPT_MBEC); without it the CPU
+     * ignores bit 10 and bit 2 alone grants execute in both modes.
+     */
     MMP_PT_EPT_MBEC = 1u << 10,
     /**
      * arm64 stage 2 for HCR_EL2.FWB = 1 (FEAT_S2FWB, Arm ARM D8.6.6):
@@ -208,7 +221,13 @@ struct mmp_pt_config {
 #define MMP_PROT_EXEC 0x4u
 #define MMP_PROT_USER 0x8u   /**< EL0 / CPL3 access (stage 1 and x86-64 only) */
 #define MMP_PROT_GLOBAL 0x10u /**< x86 G bit; arm64 stage 1: nG clear */
-#define MMP_PROT_MASK 0x1fu
+#define MMP_PROT_MASK 0x1fu /**< the permission bits every format knows */
+/**
+ * Execute for user-mode (CPL 3) guest linear addresses: EPT tables made
+ * with MMP_PT_EPT_MBEC only (bit 10), where MMP_PROT_EXEC then means
+ * supervisor-mode execute. Outside MMP_PROT_MASK; other tables: -EINVAL.
+ */
+#define MMP_PROT_UEXEC 0x20u
 
 /** Memory type (bits 8..11 of an attribute word). */
 #define MMP_MEM_NORMAL_WB 0x000u /**< normal write-back cacheable (default) */
@@ -394,7 +413,7 @@ struct mmp_pt {
  * format's range or a 52-bit combination the architecture lacks,
  * flush_ranges > 8, max_leaf not a power of two >= the granule, ops
  * without alloc_table/free_table); -ENOTSUP (granule and level
- * combination the format lacks, MMP_PT_EPT_MBEC); -ENOMEM (root
+ * combination the format lacks); -ENOMEM (root
  * allocation failed).
  */
 MMP_API int mmp_pt_init(struct mmp_pt *pt, const struct mmp_pt_config *cfg,
@@ -562,6 +581,10 @@ enum mmp_pt_feature {
     /** FEAT_HAFDBS: ID_AA64MMFR1_EL1.HAFDBS = 0b0010 (hardware AF and dirty
      * state), for arm64 tables made with MMP_PT_TRACK_HW. */
     MMP_PT_FEAT_HAFDBS = 1u << 3,
+    /** EPT mode-based execute control (MMP_PT_EPT_MBEC): the CPU allows bit
+     * 22 of the secondary processor-based VM-execution controls
+     * (IA32_VMX_PROCBASED_CTLS2 bit 54), and the hypervisor sets it. */
+    MMP_PT_FEAT_EPT_MBEC = 1u << 4,
 };
 
 /** Describe @p pt. Errors: -EINVAL (NULL argument). */
