@@ -161,7 +161,7 @@ START_TEST(ept_mode_based_execute)
 {
     for (int xo = 0; xo < 2; xo++) {
         const struct mmp_pt_config c = {
-            MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_MBEC | (xo ? MMP_PT_EPT_XO : 0), 0, 0};
+            MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_MBEC | (xo ? MMP_PT_EPT_XO : 0), 0, 0, 0};
         struct tenv *e = tenv_new(&c);
         const uint64_t pa = 0x7654321000ull;
         for (uint32_t p = 0; p < 16; p++) {
@@ -207,9 +207,9 @@ START_TEST(ept_mode_based_execute)
     }
     /* Without MBEC bit 10 is never written: UEXEC is refused, tables RWX. */
     static const struct mmp_pt_config others[] = {
-        EPT4, {MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_XO, 0, 0}, NPT4,
-        {MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0}, {MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0},
-        {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0}};
+        EPT4, {MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_XO, 0, 0, 0}, NPT4,
+        {MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0, 0}, {MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0, 0},
+        {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0, 0}};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
         struct tenv *e = tenv_new(&others[i]);
         ck_assert_int_eq(mmp_pt_map(&e->pt, 0, 0, 4096, RO | MMP_PROT_UEXEC, 0), -MMP_EINVAL);

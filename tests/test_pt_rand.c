@@ -35,7 +35,7 @@ static const uint32_t attrs_mbec[] = {RW | MMP_PROT_UEXEC, RO | MMP_PROT_EXEC | 
                                       MMP_PROT_UEXEC | MMP_MEM_WC, RO | MMP_PROT_EXEC,
                                       MMP_PROT_EXEC | MMP_PROT_UEXEC};
 static const struct tcfg cfg_mbec = {
-    "x86-ept-mbec-xo", {MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_MBEC | MMP_PT_EPT_XO, 0, 0}};
+    "x86-ept-mbec-xo", {MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_EPT_MBEC | MMP_PT_EPT_XO, 0, 0, 0}};
 
 /* pa_cross 0: output addresses near the input window, as before; pool: 5
  * attribute words. */
