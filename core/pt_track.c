@@ -144,7 +144,8 @@ static unsigned run(struct trk *w, struct pt_slot *s, unsigned k, unsigned a, un
         hit |= (pt_ld(&s->t[m]) & w->chk) == w->val;
     unsigned x = lo > a ? lo : a, y = hi < b ? hi : b;
     if (hit) {
-        report(w, base + (uint64_t)(lo - a) * sz, base + (uint64_t)(hi - a + 1) * sz - 1);
+        /* (the run may begin before slot a, the span's first) */
+        report(w, base + (uint64_t)lo * sz - (uint64_t)a * sz, base + (uint64_t)(hi - a + 1) * sz - 1);
         bool st = false;
         for (unsigned m = x; m <= y; m++) {
             uint64_t e = pt_ld(&s->t[m]);
