@@ -145,7 +145,8 @@ static unsigned run(struct trk *w, struct pt_slot *s, unsigned k, unsigned a, un
     unsigned x = lo > a ? lo : a, y = hi < b ? hi : b;
     if (hit) {
         /* (the run may begin before slot a, the span's first) */
-        report(w, base + (uint64_t)lo * sz - (uint64_t)a * sz, base + (uint64_t)(hi - a + 1) * sz - 1);
+        report(w, base + (uint64_t)lo * sz - (uint64_t)a * sz,
+               base + (uint64_t)(hi - a + 1) * sz - 1);
         bool st = false;
         for (unsigned m = x; m <= y; m++) {
             uint64_t e = pt_ld(&s->t[m]);
@@ -185,12 +186,10 @@ static inline __attribute__((always_inline)) void hit(struct trk *w, struct spn 
     uint64_t va = c->base + (uint64_t)(k - c->a) * c->sz;
     if (!apply(w, c->d, c->t, k, e, va))
         return;
-    if (!w->bm)
-        ;
-    else if (c->page)
+    if (w->bm && c->page)
         report1(w, c->i0 + (k - c->a));
     else
-        report(w, va, va + c->sz - 1);
+        report(w, va, va + c->sz - 1); /* (a block: clipped to the range; no bitmap: nothing) */
     c->lo = c->lo > c->b ? k : c->lo;
     c->hi = k;
 }
@@ -200,9 +199,12 @@ static inline __attribute__((always_inline)) unsigned match8(const uint64_t *q, 
                                                              uint64_t val)
 {
     return (unsigned)((pt_ld(&q[0]) & chk) == val) | (unsigned)((pt_ld(&q[1]) & chk) == val) << 1 |
-           (unsigned)((pt_ld(&q[2]) & chk) == val) << 2 | (unsigned)((pt_ld(&q[3]) & chk) == val) << 3 |
-           (unsigned)((pt_ld(&q[4]) & chk) == val) << 4 | (unsigned)((pt_ld(&q[5]) & chk) == val) << 5 |
-           (unsigned)((pt_ld(&q[6]) & chk) == val) << 6 | (unsigned)((pt_ld(&q[7]) & chk) == val) << 7;
+           (unsigned)((pt_ld(&q[2]) & chk) == val) << 2 |
+           (unsigned)((pt_ld(&q[3]) & chk) == val) << 3 |
+           (unsigned)((pt_ld(&q[4]) & chk) == val) << 4 |
+           (unsigned)((pt_ld(&q[5]) & chk) == val) << 5 |
+           (unsigned)((pt_ld(&q[6]) & chk) == val) << 6 |
+           (unsigned)((pt_ld(&q[7]) & chk) == val) << 7;
 }
 
 /*

@@ -399,8 +399,9 @@ static void model_one(struct tenv *e, const struct mmp_pt_config *k, size_t c, i
             for (uint64_t q = run0[p]; inrun[p] && q < run0[p] + R; q++)
                 d |= dirty[q]; /* a run: the OR of its entries */
             want += (uint64_t)d;
-            ck_assert_msg(bit(bm, p - h0) == d, "%s %s round %d [%llu, %llu): page %llu: %d, model %d",
-                          name, hw ? "hw" : "sw", round, (unsigned long long)h0,
+            ck_assert_msg(bit(bm, p - h0) == d,
+                          "%s %s round %d [%llu, %llu): page %llu: %d, model %d", name,
+                          hw ? "hw" : "sw", round, (unsigned long long)h0,
                           (unsigned long long)h1, (unsigned long long)p, bit(bm, p - h0), d);
         }
         ck_assert_uint_eq(cnt, want);
