@@ -30,10 +30,16 @@ struct trk {
     uint64_t *bm; /* NULL: no report */
     uint64_t count;
     uint64_t chk, val, clr, set;
-    /* the format's rule for the last set of non-address bits seen */
+    /* the scan's filter (trk_run): a group of entries can hold a match
+     * only if (fold ^ flip) & mm, fold the OR (or with neg the AND) of
+     * the group */
+    uint64_t flip, mm;
+    bool neg;
+    /* the format's rule for the last set of non-address bits seen, at
+     * depth tm_d (whose non-address bits are tmask) */
     bool asked, tm_bbm;
     unsigned tm_d;
-    uint64_t tm;
+    uint64_t tm, tmask;
 };
 
 static inline uint64_t slot_sz(const struct mmp_pt_geom *g, unsigned d)
@@ -46,16 +52,11 @@ static bool cas(uint64_t *p, uint64_t old, uint64_t nw)
     return AO_compare_and_swap_full((volatile AO_t *)(void *)p, (AO_t)old, (AO_t)nw) != 0;
 }
 
-/* Apply the transform to *p while it matches; true when it stored. */
-static bool xform(const struct trk *w, uint64_t *p)
+/* Page i of the range (bit i of the bitmap). */
+static inline void report1(struct trk *w, uint64_t i)
 {
-    for (;;) {
-        uint64_t e = pt_ld(p);
-        if ((e & w->chk) != w->val)
-            return false;
-        if (cas(p, e, (e & ~w->clr) | w->set))
-            return true;
-    }
+    w->bm[i >> 6] |= 1ull << (i & 63);
+    w->count++;
 }
 
 /* Report the pages of [lo, hi] inside the range. */
@@ -81,29 +82,41 @@ static void report(struct trk *w, uint64_t lo, uint64_t hi)
 /* The format's rule for the transform of e, asked once per distinct set of
  * non-address bits (an attribute change of a valid leaf; a tracking bit
  * is no attribute, so no format asks for a break today). */
-static bool rule(struct trk *w, unsigned d, uint64_t e)
+static inline bool rule(struct trk *w, unsigned d, uint64_t e)
 {
     const struct mmp_pt_geom *g = w->op.g;
-    uint64_t tm = e & ~g->oa_mask[d];
-    if (!w->asked || tm != w->tm || d != w->tm_d) {
+    if (__builtin_expect(d != w->tm_d, 0)) {
+        w->asked = false;
+        w->tm_d = d;
+        w->tmask = ~g->oa_mask[d];
+    }
+    uint64_t tm = e & w->tmask;
+    if (__builtin_expect(!w->asked || tm != w->tm, 0)) {
         w->asked = true;
         w->tm = tm;
-        w->tm_d = d;
         w->tm_bbm = g->fmt->needs_bbm(g, d, e, (e & ~w->clr) | w->set, PT_CHG_ATTR);
     }
     return w->tm_bbm;
 }
 
-/* Transform slot k of t (depth d, its leaf at va_k) if it matches: in
- * place with a compare-and-swap, or, where the rule says so, broken first
- * (the engine's primitive: invalid, barrier, flush), then written. */
-static bool apply(struct trk *w, unsigned d, uint64_t *t, unsigned k, uint64_t va_k)
+/* Transform slot k of t (depth d, its leaf at va_k), which was read as e
+ * and matched: in place with a compare-and-swap while it still matches
+ * (the MMU, or a fault handler on another thread, may set bits
+ * meanwhile), or, where the rule says so, broken first (the engine's
+ * primitive: invalid, barrier, flush), then written. True when stored. */
+static inline __attribute__((always_inline)) bool apply(struct trk *w, unsigned d, uint64_t *t,
+                                                       unsigned k, uint64_t e, uint64_t va_k)
 {
-    uint64_t e = pt_ld(&t[k]);
-    if ((e & w->chk) != w->val || pt_kind(w->op.g, d, e) != PT_LEAF)
+    if (pt_kind(w->op.g, d, e) != PT_LEAF)
         return false;
-    if (!rule(w, d, e))
-        return xform(w, &t[k]);
+    if (__builtin_expect(!rule(w, d, e), 1)) {
+        while (!cas(&t[k], e, (e & ~w->clr) | w->set)) {
+            e = pt_ld(&t[k]);
+            if ((e & w->chk) != w->val)
+                return false;
+        }
+        return true;
+    }
     mmp_core_pt_break(&w->op, d, t, k, k, va_k, true);
     pt_st(&t[k], (e & ~w->clr) | w->set);
     return true;
@@ -131,62 +144,136 @@ static unsigned run(struct trk *w, struct pt_slot *s, unsigned k, unsigned a, un
         hit |= (pt_ld(&s->t[m]) & w->chk) == w->val;
     unsigned x = lo > a ? lo : a, y = hi < b ? hi : b;
     if (hit) {
-        report(w, base + (uint64_t)(lo - a) * sz, base + (uint64_t)(hi - a + 1) * sz - 1);
+        /* (the run may begin before slot a, the span's first) */
+        report(w, base + (uint64_t)lo * sz - (uint64_t)a * sz,
+               base + (uint64_t)(hi - a + 1) * sz - 1);
         bool st = false;
-        for (unsigned m = x; m <= y; m++)
-            st |= apply(w, d, s->t, m, base + (uint64_t)(m - a) * sz);
+        for (unsigned m = x; m <= y; m++) {
+            uint64_t e = pt_ld(&s->t[m]);
+            if ((e & w->chk) == w->val)
+                st |= apply(w, d, s->t, m, e, base + (uint64_t)(m - a) * sz);
+        }
         if (st)
             changed(w, d, s->t, x, y, base + (uint64_t)(x - a) * sz);
     }
     return y;
 }
 
+/* The OR of the eight entries at q, or with neg their AND. */
+static inline __attribute__((always_inline)) uint64_t fold8(const uint64_t *q, bool neg)
+{
+    uint64_t e0 = pt_ld(&q[0]), e1 = pt_ld(&q[1]), e2 = pt_ld(&q[2]), e3 = pt_ld(&q[3]);
+    uint64_t e4 = pt_ld(&q[4]), e5 = pt_ld(&q[5]), e6 = pt_ld(&q[6]), e7 = pt_ld(&q[7]);
+    if (neg)
+        return e0 & e1 & e2 & e3 & e4 & e5 & e6 & e7;
+    return e0 | e1 | e2 | e3 | e4 | e5 | e6 | e7;
+}
+
+/* One span of one table as scan() sees it. */
+struct spn {
+    uint64_t *t;
+    unsigned d, a, b;
+    unsigned lo, hi; /* the slots changed in place (lo > b: none) */
+    uint64_t sz, base; /* slot a maps base */
+    bool page;         /* a slot is one page, inside the range: bit i0 + (k - a) */
+    uint64_t i0;
+};
+
+/* Slot k of the span, read as e, matched: transform it, report it. */
+static inline __attribute__((always_inline)) void hit(struct trk *w, struct spn *c, unsigned k,
+                                                      uint64_t e)
+{
+    uint64_t va = c->base + (uint64_t)(k - c->a) * c->sz;
+    if (!apply(w, c->d, c->t, k, e, va))
+        return;
+    if (w->bm && c->page)
+        report1(w, c->i0 + (k - c->a));
+    else
+        report(w, va, va + c->sz - 1); /* (a block: clipped to the range; no bitmap: nothing) */
+    c->lo = c->lo > c->b ? k : c->lo;
+    c->hi = k;
+}
+
+/* Bit j set for each of the eight entries at q that matches. */
+static inline __attribute__((always_inline)) unsigned match8(const uint64_t *q, uint64_t chk,
+                                                             uint64_t val)
+{
+    return (unsigned)((pt_ld(&q[0]) & chk) == val) | (unsigned)((pt_ld(&q[1]) & chk) == val) << 1 |
+           (unsigned)((pt_ld(&q[2]) & chk) == val) << 2 |
+           (unsigned)((pt_ld(&q[3]) & chk) == val) << 3 |
+           (unsigned)((pt_ld(&q[4]) & chk) == val) << 4 |
+           (unsigned)((pt_ld(&q[5]) & chk) == val) << 5 |
+           (unsigned)((pt_ld(&q[6]) & chk) == val) << 6 |
+           (unsigned)((pt_ld(&q[7]) & chk) == val) << 7;
+}
+
 /*
  * Slots [s->i, span_last] of a table: leaves (or holes; tables are
- * descended by the walker). The scan is the harvest's hot path, eight
- * entries at a time with one branch: an entry can match only if its
- * lowest chk bit has the value val wants (a clean tracked leaf differs
- * from a dirty one there: D, A, or the write permission), or if it is in
- * a contiguous run; the full test follows only for such a group.
+ * descended by the walker). The harvest's hot path: aligned groups of
+ * eight entries, one fold and one branch each (the filter of trk_run);
+ * only a group that can hold a match is looked at further, a page's
+ * report is one bit, and the flush of what changed is recorded once per
+ * table.
  */
-static int trk_span(void *ctx, struct pt_slot *s)
+static inline __attribute__((always_inline)) void scan(struct trk *w, struct pt_slot *s, bool neg)
 {
-    struct trk *w = (struct trk *)ctx;
     const struct mmp_pt_geom *g = w->op.g;
-    unsigned d = s->d, a = s->i, b = pt_idx(g, d, s->span_last);
-    uint64_t sz = slot_sz(g, d), base = s->va & ~(sz - 1);
-    const uint64_t chk = w->chk, val = w->val, cb = g->cont_bit, fm = chk & (0 - chk);
-    uint64_t *t = s->t;
-    unsigned lo = b + 1, hi = 0;
-    for (unsigned k = a; k <= b;) {
-        if (b - k >= 7) {
-            const uint64_t *q = &t[k];
-            uint64_t e0 = pt_ld(&q[0]), e1 = pt_ld(&q[1]), e2 = pt_ld(&q[2]), e3 = pt_ld(&q[3]);
-            uint64_t e4 = pt_ld(&q[4]), e5 = pt_ld(&q[5]), e6 = pt_ld(&q[6]), e7 = pt_ld(&q[7]);
-            uint64_t x = ~((e0 ^ val) & (e1 ^ val) & (e2 ^ val) & (e3 ^ val) & (e4 ^ val) &
-                           (e5 ^ val) & (e6 ^ val) & (e7 ^ val));
-            uint64_t c = (e0 | e1 | e2 | e3 | e4 | e5 | e6 | e7) & cb;
-            if (__builtin_expect(!((x & fm) | c), 1)) {
+    const uint64_t chk = w->chk, val = w->val, cb = g->cont_bit, flip = w->flip, mm = w->mm;
+    struct spn c;
+    c.t = s->t;
+    c.d = s->d;
+    c.a = s->i;
+    c.b = pt_idx(g, c.d, s->span_last);
+    c.lo = c.b + 1;
+    c.hi = 0;
+    c.sz = slot_sz(g, c.d);
+    c.base = s->va & ~(c.sz - 1);
+    c.page = c.sz == (uint64_t)1 << g->granule_shift;
+    c.i0 = c.page ? (c.base - w->va0) >> g->granule_shift : 0;
+    uint64_t *t = c.t;
+    unsigned b = c.b;
+    for (unsigned k = c.a;;) {
+        if (!(k & 7)) {
+            uint64_t f = 0;
+            while (k + 7 <= b && __builtin_expect(!((f = fold8(&t[k], neg) ^ flip) & mm), 1))
+                k += 8;
+            if (k + 7 <= b && !(f & cb)) {
+                /* a group without runs: its matching entries, a bit each */
+                for (unsigned m = match8(&t[k], chk, val); m; m &= m - 1) {
+                    unsigned x = k + (unsigned)__builtin_ctz(m);
+                    hit(w, &c, x, pt_ld(&t[x]));
+                }
                 k += 8;
                 continue;
             }
         }
-        unsigned end = b - k >= 7 ? k + 7 : b;
+        if (k > b)
+            break;
+        /* the unaligned ends, and groups in runs: entry by entry */
+        unsigned end = (k | 7) < b ? (k | 7) : b;
         for (; k <= end; k++) {
-            uint64_t e = pt_ld(&t[k]), lv = base + (uint64_t)(k - a) * sz;
-            if ((e & cb) && pt_kind(g, d, e) == PT_LEAF) {
-                k = run(w, s, k, a, b, base);
-                if (k >= end)
-                    end = k;
-            } else if ((e & chk) == val && apply(w, d, t, k, lv)) {
-                report(w, lv, lv + sz - 1);
-                lo = lo > b ? k : lo;
-                hi = k;
+            uint64_t e = pt_ld(&t[k]);
+            if (e & cb) {
+                if (pt_kind(g, c.d, e) == PT_LEAF) {
+                    k = run(w, s, k, c.a, b, c.base);
+                    end = k > end ? k : end;
+                }
+            } else if ((e & chk) == val) {
+                hit(w, &c, k, e);
             }
         }
     }
-    if (lo <= b)
-        changed(w, d, t, lo, hi, base + (uint64_t)(lo - a) * sz);
+    if (c.lo <= b)
+        changed(w, c.d, t, c.lo, c.hi, c.base + (uint64_t)(c.lo - c.a) * c.sz);
+}
+
+static int trk_span(void *ctx, struct pt_slot *s)
+{
+    struct trk *w = (struct trk *)ctx;
+    if (w->neg)
+        scan(w, s, true);
+    else
+        scan(w, s, false);
     return 0;
 }
 
@@ -200,6 +287,18 @@ static int trk_run(struct trk *w, struct pt *pt, uint64_t va, uint64_t last)
     w->op.kind = OP_PROT;
     w->va0 = va;
     w->last = last;
+    w->asked = false;
+    w->tm_d = ~0u;
+    /* The scan's filter. A match has the lowest bit chk tests (fm) as val
+     * has it: set, the OR of a group that holds a match has it too;
+     * clear, the AND of the group lacks it. A contiguous run shows as
+     * cont_bit in either: runs are aligned and at least 16 entries long
+     * (Arm ARM D8.6.1), so an aligned group of eight is all in one run
+     * or in none. */
+    uint64_t fm = w->chk & (0 - w->chk);
+    w->neg = !(w->val & fm);
+    w->flip = w->neg ? fm : 0;
+    w->mm = fm | pt->g.cont_bit;
     return pt_walk(&trk_visitor, w, pt, pt->g.nlev, 0, pt->root, false, va, last);
 }
 

@@ -141,6 +141,15 @@ static void exactly_once(size_t c, int hw)
         ck_assert_int_eq(mmp_pt_track_harvest(pt, va0, tsz, bm, &cnt), 0);
         ck_assert_msg(cnt == 0, "%s round %d: re-armed pages reported again", name, round);
     }
+    /* a re-armed page reports again after a new write, and only then */
+    for (int again = 0; again < 2; again++) {
+        guest_write(pt, hw, &h, va0 + 5 * g);
+        ck_assert_int_eq(mmp_pt_track_harvest(pt, va0, tsz, bm, &cnt), 0);
+        ck_assert_msg(cnt == 1 && bit(bm, 5), "%s: re-written page not reported (pass %d)", name,
+                      again);
+        ck_assert_int_eq(mmp_pt_track_harvest(pt, va0, tsz, bm, &cnt), 0);
+        ck_assert_uint_eq(cnt, 0);
+    }
     /* a sub-range harvest sees only its part */
     guest_write(pt, hw, &h, va0);
     guest_write(pt, hw, &h, va0 + tsz - g);
@@ -307,6 +316,122 @@ START_TEST(track_cont_run_or)
 }
 END_TEST
 
+/*
+ * Randomized against a model: a window of holes, read-only pages, writable
+ * pages and (arm64) contiguous runs, tracking started on a random part of
+ * it, then rounds of random writes and harvests of random sub-ranges
+ * (unaligned ends, holes and read-only entries beside the written ones).
+ * The model keeps a dirty flag per descriptor: a harvest must report
+ * exactly the pages of [h0, h1) whose descriptor - or, in a run, any
+ * descriptor of the run - was written since it was last re-armed, re-arm
+ * only the descriptors in [h0, h1), and change no descriptor outside it.
+ * Software tracking tracks what start armed; hardware tracking every
+ * writable leaf from map time on.
+ */
+enum { M_HOLE, M_RO, M_RW };
+
+static void model_one(struct tenv *e, const struct mmp_pt_config *k, size_t c, int hw)
+{
+    struct mmp_pt *pt = &e->pt;
+    struct mmp_pt_info inf;
+    mmp_pt_info(pt, &inf);
+    const char *name = pt_cfgs[c].name;
+    struct hwbits h = hw_bits(k);
+    enum { N = 512 };
+    uint64_t g = inf.granule, rb = run_bytes_for(inf.cont_sizes, g), R = rb ? rb / g : 16;
+    /* inside no block-aligned block: leaves are pages and runs */
+    uint64_t va0 = first_block(&inf) + 128 * g, pa0 = 1ull << 32;
+    uint64_t seed = 0x6a09e667f3bcc908ull ^ (c * 2 + (uint64_t)hw);
+    uint8_t kind[N], trk[N], dirty[N], inrun[N];
+    uint64_t run0[N], desc[N + 2];
+    for (uint64_t p0 = 0; p0 < N; p0 += R) {
+        uint64_t r = rnd64(&seed) % 5;
+        for (uint64_t p = p0; p < p0 + R; p++)
+            kind[p] = r == 0 ? M_HOLE : r == 1 ? M_RO : r <= 3 ? M_RW : (uint8_t)(rnd64(&seed) % 3);
+        if (r >= 1 && r <= 3) /* a whole segment: a run where the format has them */
+            ck_assert_int_eq(mmp_pt_map(pt, va0 + p0 * g, pa0 + p0 * g, R * g, r == 1 ? RO : RW,
+                                        r == 3 ? MMP_MAP_NO_CONT : 0),
+                             0);
+        for (uint64_t p = p0; r == 4 && p < p0 + R; p++)
+            if (kind[p] != M_HOLE)
+                ck_assert_int_eq(mmp_pt_map(pt, va0 + p * g, pa0 + p * g, g,
+                                            kind[p] == M_RO ? RO : RW, MMP_MAP_NO_CONT),
+                                 0);
+    }
+    uint64_t s0 = rnd64(&seed) % (N / 2), s1 = N / 2 + rnd64(&seed) % (N / 2) + 1;
+    struct tr *before = calloc(N, sizeof *before), *now = calloc(N, sizeof *now);
+    snap(pt, va0, N, g, before);
+    ck_assert_int_eq(mmp_pt_track_start(pt, va0 + s0 * g, (s1 - s0) * g, NULL), 0);
+    snap(pt, va0, N, g, now);
+    same(before, now, N, name, "by start");
+    for (uint64_t p = 0; p < N; p++) {
+        struct mmp_pt_leaf l;
+        inrun[p] = kind[p] != M_HOLE && mmp_pt_lookup(pt, va0 + p * g, &l) == 0 &&
+                   l.kind == MMP_LEAF_CONT;
+        run0[p] = inrun[p] ? (((va0 + p * g) & ~(rb - 1)) - va0) / g : p;
+        ck_assert_msg(!inrun[p] || p < s0 || p >= s1, "%s: a run left in the started range",
+                      name);
+        trk[p] = kind[p] == M_RW && (hw || (p >= s0 && p < s1));
+        dirty[p] = 0;
+    }
+    uint64_t bm[N / 64 + 1], cnt;
+    for (int round = 0; round < 24; round++) {
+        for (uint64_t j = rnd64(&seed) % 48; j > 0; j--) {
+            uint64_t p = rnd64(&seed) % N;
+            if (!trk[p])
+                continue;
+            guest_write(pt, hw, &h, va0 + p * g);
+            dirty[p] = 1;
+        }
+        uint64_t h0 = rnd64(&seed) % N, h1 = h0 + 1 + rnd64(&seed) % (N - h0);
+        if (round % 6 == 5)
+            h0 = 0, h1 = N;
+        for (uint64_t p = 0; p < N + 2; p++) {
+            struct mmp_pt_leaf l;
+            uint64_t va = p < N ? va0 + p * g : p == N ? va0 - g : va0 + N * g;
+            desc[p] = mmp_pt_lookup(pt, va, &l) == 0 ? l.desc : 0;
+        }
+        memset(bm, 0xa5, sizeof bm);
+        ck_assert_int_eq(mmp_pt_track_harvest(pt, va0 + h0 * g, (h1 - h0) * g, bm, &cnt), 0);
+        uint64_t want = 0;
+        for (uint64_t p = h0; p < h1; p++) {
+            int d = dirty[p];
+            for (uint64_t q = run0[p]; inrun[p] && q < run0[p] + R; q++)
+                d |= dirty[q]; /* a run: the OR of its entries */
+            want += (uint64_t)d;
+            ck_assert_msg(bit(bm, p - h0) == d,
+                          "%s %s round %d [%llu, %llu): page %llu: %d, model %d", name,
+                          hw ? "hw" : "sw", round, (unsigned long long)h0,
+                          (unsigned long long)h1, (unsigned long long)p, bit(bm, p - h0), d);
+        }
+        ck_assert_uint_eq(cnt, want);
+        for (uint64_t p = h0; p < h1; p++)
+            dirty[p] = 0;
+        for (uint64_t p = 0; p < N + 2; p++) {
+            struct mmp_pt_leaf l;
+            uint64_t va = p < N ? va0 + p * g : p == N ? va0 - g : va0 + N * g;
+            if (p >= h0 && p < h1)
+                continue;
+            ck_assert_msg((mmp_pt_lookup(pt, va, &l) == 0 ? l.desc : 0) == desc[p],
+                          "%s: harvest of [%llu, %llu) changed page %llu's descriptor", name,
+                          (unsigned long long)h0, (unsigned long long)h1, (unsigned long long)p);
+        }
+        snap(pt, va0, N, g, now);
+        same(before, now, N, name, "by a harvest");
+    }
+    ck_assert_int_eq(mmp_pt_track_stop(pt, va0 + s0 * g, (s1 - s0) * g), 0);
+    snap(pt, va0, N, g, now);
+    same(before, now, N, name, "by stop");
+    free(before);
+    free(now);
+}
+
+START_TEST(track_model_rand)
+{
+    each_cfg(model_one);
+}
+END_TEST
+
 static int cancel_after_one(void *arg, uint64_t done, uint64_t total)
 {
     int *calls = arg;
@@ -394,6 +519,7 @@ Suite *mmp_suite_pt_track(void)
     MMP_ADD(s, track_hw_map_state);
     MMP_ADD(s, track_young);
     MMP_ADD(s, track_cont_run_or);
+    MMP_ADD(s, track_model_rand);
     MMP_ADD(s, track_start_chunks_cancel);
     MMP_ADD(s, track_flush_in_lazy);
     return s;

@@ -43,7 +43,10 @@ static void *p_alloc(void *ctx, size_t bytes, uint64_t *pa)
         p = pool.free4k;
         pool.free4k = *(void **)p;
     } else {
-        size_t off = (pool.used + bytes - 1) & ~(bytes - 1);
+        /* aligned to its size in the address space (an arm64 concatenated
+         * root is 8 KiB or more), not just inside the pool */
+        uintptr_t b = (uintptr_t)pool.buf;
+        size_t off = (size_t)(((b + pool.used + bytes - 1) & ~(uintptr_t)(bytes - 1)) - b);
         if (off + bytes > pool.cap)
             return NULL;
         p = pool.buf + off;
