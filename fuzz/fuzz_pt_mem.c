@@ -19,7 +19,8 @@
  *  - a read or an update returns an error pt.h does not list.
  * Table pages come from a pool reached through phys_to_virt (pa = BASE +
  * offset, any pa lands on some pool page), so every pointer the damage
- * makes leads into the pool; pages are never reused after free_table.
+ * makes leads into the pool, to a page the library had before the damage
+ * (p_at); pages are never reused after free_table.
  *
  * Input: byte 0 format, byte 1 seeding maps (bits 0-2) and KEEP_TABLES
  * (bit 3), then 4 bytes per seeding map {kind, i0, i1, i2}, 6 bytes per
@@ -67,7 +68,7 @@ static struct {
     uint8_t *mem;
     size_t gran;
     int state[NPOOL]; /* 0 never given, 1 live, 2 freed */
-    int next;
+    int next, ndamaged; /* pages given before the damage: [0, ndamaged) */
     unsigned long steps;
     uint64_t root_pa;
     int live_table;
@@ -85,9 +86,20 @@ static void step(const char *what)
     }
 }
 
+/*
+ * Pages the library gets before the damage come from the lower half of
+ * the pool, later ones from the upper half. A pa that is not exactly a
+ * later page lands on one of the pages the damage could reach (the ones
+ * given before it): a damaged entry must never lead to a page the
+ * allocator hands out later, which the library could not tell from its own.
+ */
 static void *p_at(uint64_t pa)
 {
-    uint64_t i = ((pa - BASE) / P.gran) % NPOOL;
+    uint64_t i = (pa - BASE) / P.gran;
+    if (!P.ndamaged) /* before the damage: the library's own pointers */
+        i %= NPOOL;
+    else if (pa < BASE || i < NPOOL / 2 || i >= NPOOL || !P.state[i])
+        i %= (uint64_t)P.ndamaged;
     return P.mem + i * P.gran + (pa % P.gran);
 }
 
@@ -97,7 +109,7 @@ static void *f_alloc(void *ctx, size_t bytes, uint64_t *pa)
     step("alloc_table");
     size_t n = bytes / P.gran;
     int i = (P.next + (int)n - 1) / (int)n * (int)n; /* aligned to its size */
-    if (i + (int)n > NPOOL)
+    if (i + (int)n > (P.ndamaged ? NPOOL : NPOOL / 2))
         return NULL;
     for (size_t k = 0; k < n; k++)
         P.state[i + k] = 1;
@@ -227,7 +239,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    fl);
     }
     /* Damage: patches on the pages given so far. */
-    int npg = P.next;
+    int npg = P.next; /* >= 1: the root */
+    P.ndamaged = npg;
+    P.next = NPOOL / 2;
     for (; pos + 6 <= size; pos += 6) {
         const uint8_t *b = data + pos;
         uint64_t *pg = (uint64_t *)(P.mem + (size_t)(b[0] % npg) * P.gran);
