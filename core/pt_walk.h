@@ -148,20 +148,23 @@ static inline int pt_check(const struct mmp_pt_geom *g, unsigned d, const uint64
  * Most tables one walk may enter: a tree holds each of its pages once, so
  * a walk that enters more than the table owns is going round pages linked
  * twice (a chain of them would take 512^levels steps). Shared tables:
- * other writers' new tables are counted when their calls end.
+ * other writers' new tables are counted when their calls end; a reader
+ * racing the writer (racing) may still walk tables unlinked meanwhile.
  */
-static inline uint64_t pt_tables_max(const struct pt *pt)
+static inline uint64_t pt_tables_max(const struct pt *pt, bool racing)
 {
-    return pt_ld(&pt->st.table_pages) + ((pt->cfg_flags & MMP_PT_SHARED) ? 4096 : 0);
+    return pt_ld(&pt->st.table_pages) + (racing || (pt->cfg_flags & MMP_PT_SHARED) ? 4096 : 0);
 }
 
 /* The table c a walk is about to enter below frame s is not the root,
  * nor one of the tables on the walk's path from top (a cycle), nor a page
- * already given to free_table (linked twice; PT_DFREE_MARK). */
+ * already given to free_table (linked twice; PT_DFREE_MARK; a reader
+ * racing the writer may meet one that was unlinked under it: pt_walk). */
 static inline bool pt_child_ok(const struct pt *pt, const struct pt_slot *top,
-                               const struct pt_slot *s, const uint64_t *c)
+                               const struct pt_slot *s, const uint64_t *c, bool racing)
 {
-    if ((uintptr_t)c - (uintptr_t)pt->root < pt->g.root_bytes || pt_ld(&c[2]) == PT_DFREE_MARK)
+    if ((uintptr_t)c - (uintptr_t)pt->root < pt->g.root_bytes ||
+        (!racing && pt_ld(&c[2]) == PT_DFREE_MARK))
         return false;
     for (; top <= s; top++)
         if (top->t == c)
@@ -235,8 +238,18 @@ pt_walk(const struct pt_visitor *v, void *ctx, const struct pt *pt, unsigned nle
                 s->span_last = s->last, rc = PT_SPAN;
             if (rc < 0)
                 return rc;
+            if (rc == PT_DESCEND && s[1].t && (v->flags & PT_V_ACQUIRE) &&
+                pt_ld(&s[1].t[2]) == PT_DFREE_MARK) {
+                /* A reader racing the writer: a table unlinked (and queued
+                 * for free_table) after the walk loaded its entry. What it
+                 * mapped is gone: as an invalid entry (shared: look again). */
+                s->span_last = s->last;
+                rc = PT_SPAN;
+            }
             if (rc == PT_DESCEND) {
-                if (s[1].t && (!pt_child_ok(pt, top, s, s[1].t) || ++ntab > pt_tables_max(pt)))
+                bool racing = (v->flags & PT_V_ACQUIRE) != 0;
+                if (s[1].t && (!pt_child_ok(pt, top, s, s[1].t, racing) ||
+                               ++ntab > pt_tables_max(pt, racing)))
                     return -MMP_EIO;
                 s[1].end = s->last;
                 s[1].d = d + 1;
