@@ -105,6 +105,14 @@ void *mmp_host_thread_block(size_t size);
 const struct mmp_pt_ops *mmp_host_pt_default_ops(void);
 
 /*
+ * [p, p+n) is caller-owned storage that may never have been written and
+ * is about to be read on purpose (mmp_pt_init tells a live table from
+ * garbage): tell a memory checker (valgrind) to take it as initialised.
+ * No-op without one.
+ */
+void mmp_host_assume_init(const void *p, size_t n);
+
+/*
  * The built-in reclamation of MMP_PT_SHARED tables without a retire_table
  * hook: an epoch scheme (host/linux/pt_epoch.c). Lookups and shared calls
  * run between mmp_host_epoch_enter() and mmp_host_epoch_leave() (nesting

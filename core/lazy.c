@@ -10,7 +10,7 @@
 
 static struct pt *live(struct mmp_pt *p)
 {
-    return p && pt_of(p)->root ? pt_of(p) : NULL;
+    return pt_live(p) ? pt_of(p) : NULL;
 }
 
 int mmp_lazy_enter(struct mmp_pt *p)
@@ -18,6 +18,8 @@ int mmp_lazy_enter(struct mmp_pt *p)
     struct pt *pt = live(p);
     if (!pt)
         return -MMP_EINVAL;
+    if (pt->lazy_depth == MMP_LAZY_MAX_DEPTH)
+        return -MMP_EOVERFLOW; /* the count must never wrap to "not lazy" */
     pt->lazy_depth++;
     return 0;
 }
@@ -48,6 +50,8 @@ int mmp_lazy_pause(struct mmp_pt *p)
     struct pt *pt = live(p);
     if (!pt || !pt->lazy_depth)
         return -MMP_EINVAL;
+    if (pt->lazy_paused == MMP_LAZY_MAX_DEPTH)
+        return -MMP_EOVERFLOW;
     pt->lazy_paused++;
     mmp_core_pt_call_end(pt);
     return 0;
@@ -64,5 +68,5 @@ int mmp_lazy_resume(struct mmp_pt *p)
 
 unsigned mmp_lazy_depth(const struct mmp_pt *p)
 {
-    return p ? cpt_of(p)->lazy_depth : 0;
+    return pt_live(p) ? cpt_of(p)->lazy_depth : 0;
 }

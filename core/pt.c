@@ -42,7 +42,14 @@ int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 
 int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct mmp_pt_ops *ops)
 {
-    if (!p || !cfg || (cfg->flags & ~CFG_FLAGS) || cfg->flush_ranges > PT_MAX_RANGES)
+    if (!p)
+        return -MMP_EINVAL;
+    struct pt *pt = pt_of(p);
+    /* The storage may be garbage (struct pt::state says how that is told). */
+    mmp_host_assume_init(&pt->state, sizeof pt->state);
+    if (pt_live(p))
+        return -MMP_EBUSY; /* re-initialising would leak every page of it */
+    if (!cfg || (cfg->flags & ~CFG_FLAGS) || cfg->flush_ranges > PT_MAX_RANGES)
         return -MMP_EINVAL;
     if ((cfg->flags & CFG_EPT_FLAGS) && cfg->format != MMP_PT_X86_EPT)
         return -MMP_EINVAL;
@@ -52,7 +59,6 @@ int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct 
         return -MMP_EINVAL;
     if ((cfg->flags & MMP_PT_SHARED) && !ops->retire_table && !mmp_host_epoch_ok())
         return -MMP_EINVAL; /* nothing could tell when an unlinked table is free */
-    struct pt *pt = pt_of(p);
     __builtin_memset(p, 0, sizeof *p);
     int rc = mmp_core_pt_geom(&pt->g, cfg);
     if (rc)
@@ -76,27 +82,24 @@ int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct 
     pt->root = (uint64_t *)root;
     pt->root_pa = pa;
     pt->st.table_pages = pt->g.root_bytes >> pt->g.granule_shift;
+    pt->state = pt_state_of(p, PT_LIVE);
     return 0;
-}
-
-static void free_page(void *arg, void *va, uint64_t pa)
-{
-    struct pt *pt = (struct pt *)arg;
-    pt->ops.free_table(pt->ops.ctx, va, pa, (size_t)1 << pt->g.granule_shift);
 }
 
 void mmp_pt_fini(struct mmp_pt *p)
 {
-    if (!p)
+    if (!pt_live(p))
         return;
     struct pt *pt = pt_of(p);
-    if (!pt->root)
-        return;
     mmp_core_pt_sync(pt);
     mmp_pt_reclaim(p);
-    pt_for_each_table(pt, 0, pt->root, free_page, pt);
+    /* Through the deferred-free list: a page a corrupted table links
+     * twice is freed once (what a corrupted subtree hides is leaked). */
+    pt_for_each_table(pt, 0, pt->root, pt_defer_page, pt);
+    mmp_core_pt_sync(pt);
     pt->ops.free_table(pt->ops.ctx, pt->root, pt->root_pa, pt->g.root_bytes);
     __builtin_memset(p, 0, sizeof *p);
+    pt->state = pt_state_of(p, PT_DEAD);
 }
 
 int mmp_core_pt_check_va(const struct pt *pt, uint64_t va, uint64_t size, uint64_t *last)
@@ -138,7 +141,7 @@ static bool builtin_epoch(const struct pt *pt)
 
 int mmp_pt_reclaim(struct mmp_pt *p)
 {
-    if (!p || !pt_of(p)->root)
+    if (!pt_live(p))
         return -MMP_EINVAL;
     if (builtin_epoch(pt_of(p)))
         mmp_host_epoch_drain();
@@ -177,7 +180,8 @@ static int read_span(void *ctx, struct pt_slot *s)
     }
 }
 
-static const struct pt_visitor read_visitor = {.flags = PT_V_ACQUIRE, .span = read_span};
+static const struct pt_visitor read_visitor = {.flags = PT_V_ACQUIRE | PT_V_CHECK,
+                                               .span = read_span};
 
 /* The read-only walk of [va, last], again from the root at every locked
  * entry it meets in a shared table. */
@@ -207,11 +211,9 @@ static int lookup_leaf(void *arg, const struct mmp_pt_leaf *l)
 
 int mmp_pt_lookup(const struct mmp_pt *p, uint64_t va, struct mmp_pt_leaf *out)
 {
-    if (!p || !out)
+    if (!pt_live(p) || !out)
         return -MMP_EINVAL;
     const struct pt *pt = cpt_of(p);
-    if (!pt->root)
-        return -MMP_EINVAL;
     uint64_t last;
     int rc = mmp_core_pt_check_va(pt, va & ~(((uint64_t)1 << pt->g.granule_shift) - 1),
                                   (uint64_t)1 << pt->g.granule_shift, &last);
@@ -224,7 +226,7 @@ int mmp_pt_lookup(const struct mmp_pt *p, uint64_t va, struct mmp_pt_leaf *out)
 
 int mmp_pt_walk(const struct mmp_pt *p, uint64_t va, uint64_t size, mmp_pt_walk_fn fn, void *arg)
 {
-    if (!p || !fn || !cpt_of(p)->root)
+    if (!pt_live(p) || !fn)
         return -MMP_EINVAL;
     const struct pt *pt = cpt_of(p);
     uint64_t last;
@@ -237,18 +239,20 @@ int mmp_pt_walk(const struct mmp_pt *p, uint64_t va, uint64_t size, mmp_pt_walk_
 
 uint64_t mmp_pt_root(const struct mmp_pt *p)
 {
-    return p ? cpt_of(p)->root_pa : 0;
+    return pt_live(p) ? cpt_of(p)->root_pa : 0;
 }
 
 void mmp_pt_stats(const struct mmp_pt *p, struct mmp_pt_stats *out)
 {
-    if (p && out)
+    if (out && pt_live(p))
         *out = cpt_of(p)->st;
+    else if (out)
+        __builtin_memset(out, 0, sizeof *out);
 }
 
 int mmp_pt_info(const struct mmp_pt *p, struct mmp_pt_info *out)
 {
-    if (!p || !out || !cpt_of(p)->root)
+    if (!pt_live(p) || !out)
         return -MMP_EINVAL;
     const struct mmp_pt_geom *g = &cpt_of(p)->g;
     __builtin_memset(out, 0, sizeof *out);
@@ -282,7 +286,7 @@ int mmp_pt_info(const struct mmp_pt *p, struct mmp_pt_info *out)
 
 int mmp_pt_regs(const struct mmp_pt *p, uint16_t id, struct mmp_pt_regs *out)
 {
-    if (!p || !out || !cpt_of(p)->root)
+    if (!pt_live(p) || !out)
         return -MMP_EINVAL;
     const struct pt *pt = cpt_of(p);
     if (id > pt->g.id_max || !pt->g.fmt->regs)

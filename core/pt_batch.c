@@ -175,6 +175,25 @@ void mmp_core_pt_emit(const struct pt *pt, struct mmp_pt_stats *st, bool flush, 
         call_flush(pt, st, false, lo, last, flags);
 }
 
+/*
+ * A page linked twice in a corrupted table would be queued twice: the
+ * list would loop and free_table see it again. A queued or freed page is
+ * marked (entry 2, invalid in every format: bits 2:0 clear, neither lock
+ * bit; a kept page when it is freed) or in kept[]; the root is never
+ * queued.
+ */
+
+static bool pt_may_free(const struct pt *pt, const void *va)
+{
+    const uint64_t *p = (const uint64_t *)va;
+    if ((uintptr_t)va - (uintptr_t)pt->root < pt->g.root_bytes || pt_ld(&p[2]) == PT_DFREE_MARK)
+        return false;
+    for (unsigned i = 0; i < pt->nkept; i++)
+        if (pt->kept[i].va == va)
+            return false;
+    return true;
+}
+
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
 {
     /*
@@ -189,8 +208,11 @@ void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
      * mmp_core_pt_defer_keep instead (x86 has no break there).
      */
     uint64_t *p = (uint64_t *)va;
+    if (!pt_may_free(pt, va))
+        return;
     pt_st(&p[0], (uint64_t)(uintptr_t)pt->dfree);
     pt_st(&p[1], pt->dfree_pa);
+    pt_st(&p[2], PT_DFREE_MARK);
     pt->dfree = va;
     pt->dfree_pa = pa;
 }
@@ -200,6 +222,8 @@ void mmp_core_pt_defer_keep(struct pt *pt, void *va, uint64_t pa)
     /* Nothing is written into the page: a walk through a stale cache still
      * finds the old, valid entries. The flush of its range is already
      * pending, so a sync when full covers it too. */
+    if (!pt_may_free(pt, va))
+        return;
     if (pt->nkept == PT_KEPT)
         mmp_core_pt_sync(pt);
     pt->kept[pt->nkept].va = va;
@@ -218,7 +242,13 @@ void mmp_core_pt_sync(struct pt *pt)
         call_flush(pt, &pt->st, false, pt->r[i].lo, pt->r[i].last, hint_unpack(pt->rhint[i]));
     pt->flush_all = 0;
     pt->nranges = 0;
-    while (pt->dfree) {
+    /* No page is queued twice; the bound (the pages the table owns) is
+     * for a list a corrupted page could still bend. */
+    for (uint64_t n = pt->st.table_pages; pt->dfree; n--) {
+        if (!n) {
+            pt->dfree = NULL;
+            break;
+        }
         uint64_t *p = (uint64_t *)pt->dfree;
         uint64_t pa = pt->dfree_pa;
         pt->dfree = (void *)(uintptr_t)p[0];
@@ -227,6 +257,7 @@ void mmp_core_pt_sync(struct pt *pt)
         pt->st.table_pages--;
     }
     for (unsigned i = 0; i < pt->nkept; i++) {
+        pt_st((uint64_t *)pt->kept[i].va + 2, PT_DFREE_MARK); /* flushed: no walker left */
         pt->ops.free_table(pt->ops.ctx, pt->kept[i].va, pt->kept[i].pa,
                            (size_t)1 << pt->g.granule_shift);
         pt->st.table_pages--;

@@ -58,11 +58,12 @@ static int usage_post(void *ctx, struct pt_slot *s)
 }
 
 static const struct pt_visitor usage_visitor = {
-    .flags = PT_V_ACQUIRE, .entry = usage_entry, .span = usage_span, .post = usage_post};
+    .flags = PT_V_ACQUIRE | PT_V_CHECK, .entry = usage_entry, .span = usage_span,
+    .post = usage_post};
 
 int mmp_pt_usage(const struct mmp_pt *p, struct mmp_pt_usage *out)
 {
-    if (!p || !out || !cpt_of(p)->root)
+    if (!pt_live(p) || !out)
         return -MMP_EINVAL;
     const struct pt *pt = cpt_of(p);
     __builtin_memset(out, 0, sizeof *out);
@@ -202,7 +203,8 @@ int mmp_pt_dump(const struct mmp_pt *p, uint64_t va, uint64_t size,
     if (dm.have && (rc = emit(&dm)) != 0)
         return rc;
     struct mmp_pt_usage u;
-    mmp_pt_usage(p, &u);
+    if ((rc = mmp_pt_usage(p, &u)) != 0)
+        return rc;
     struct buf b = {.n = 0};
     put(&b, "total: ");
     put_size(&b, u.mapped_bytes);

@@ -302,16 +302,11 @@ static void unfold_run(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uin
 
 /* ---- tables an update unlinks ------------------------------------------- */
 
-static void defer_page(void *arg, void *va, uint64_t pa)
-{
-    mmp_core_pt_defer_free((struct pt *)arg, va, pa);
-}
-
 /* Unlinked subtree t (depth d): every table page goes to the deferred-free
  * list, children before parents. */
 static void defer_tree(struct pt_op *o, unsigned d, uint64_t *t, uint64_t pa)
 {
-    pt_for_each_table(o->pt, d, t, defer_page, o->pt);
+    pt_for_each_table(o->pt, d, t, pt_defer_page, o->pt);
     mmp_core_pt_defer_free(o->pt, t, pa);
 }
 
@@ -590,8 +585,10 @@ PT_VISITOR int map_entry(void *ctx, struct pt_slot *s)
     bool replace = (o->flags & OPF_REPLACE) != 0;
     s->tag = T_NONE;
     if (s->full && leaf_fits(o, s->d) && (replace || s->kind != PT_TABLE)) {
+        if (o->prep && s->kind == PT_TABLE) /* replaced: its pages go, so check them */
+            return pt_validate(s, pt_child(o->pt, s->e));
         /* The longest stretch of full slots that take leaves. */
-        s->span_last = stretch(o, s, replace);
+        s->span_last = stretch(o, s, replace && !o->prep);
         return PT_SPAN;
     }
     if (s->kind == PT_TABLE) {
@@ -617,12 +614,14 @@ PT_VISITOR int map_span(void *ctx, struct pt_slot *s)
         return 0;
     }
     if (o->flags & OPF_REPLACE)
-        return 0;
+        return pt_check(g, s->d, s->t, a, b, false);
     if (!s->t)
         return s->vkind == PT_LEAF ? -MMP_EEXIST : 0;
-    for (unsigned k = a; k <= b; k++)
-        if (pt_ld(&s->t[k]) & g->valid_bit)
-            return -MMP_EEXIST;
+    for (unsigned k = a; k <= b; k++) {
+        uint64_t e = pt_ld(&s->t[k]);
+        if (e & g->valid_bit)
+            return pt_bad(g, s->d, e) ? -MMP_EIO : -MMP_EEXIST;
+    }
     return 0;
 }
 
@@ -824,18 +823,19 @@ PT_VISITOR int chg_entry(void *ctx, struct pt_slot *s)
     s->tag = T_NONE;
     if (s->kind == PT_TABLE) {
         bool keep = (o->pt->cfg_flags & MMP_PT_KEEP_TABLES) != 0;
-        if (s->full && o->kind != OP_SPLIT && (o->prep || (o->kind == OP_UNMAP && !keep))) {
-            /* Nothing below a wholly covered table needs a new table. */
-            if (!o->prep)
-                drop_table(o, s);
+        if (s->full && o->kind == OP_UNMAP && !keep) {
+            /* A wholly covered table goes; the prepare pass checks that
+             * its pages are sound (a corrupted one must not be freed). */
+            if (o->prep)
+                return pt_validate(s, pt_child(o->pt, s->e));
+            drop_table(o, s);
             return PT_SKIP;
         }
         s->tag = T_TABLE;
         return pt_descend(s, pt_child(o->pt, s->e), PT_TABLE, s->priv);
     }
     if (s->full && o->kind != OP_SPLIT) {
-        if (o->prep)
-            return PT_SKIP;
+        /* (the prepare pass: the walker checks the stretch's entries) */
         s->span_last = stretch(o, s, false);
         return PT_SPAN;
     }
@@ -891,6 +891,10 @@ PT_VISITOR int chg_post(void *ctx, struct pt_slot *s)
 
 static const struct pt_visitor chg_visitor = {
     .entry = chg_entry, .span = chg_span, .post = chg_post};
+/* The prepare pass of unmap and protect reads every entry the commit
+ * will change: a reserved one fails the call (-EIO) before anything is. */
+static const struct pt_visitor chg_prep_visitor = {
+    .flags = PT_V_CHECK, .entry = chg_entry, .span = chg_span, .post = chg_post};
 
 /* ---- shared update mode (MMP_PT_SHARED) --------------------------------- */
 
@@ -1332,7 +1336,7 @@ static inline __attribute__((always_inline)) int pt_run(struct pt_op *o, uint64_
     o->prep = true;
     o->need = 0;
     int rc = o->kind == OP_MAP ? pt_walk(&map_visitor, o, pt, nlev, 0, pt->root, false, va, last)
-                               : pt_walk(&chg_visitor, o, pt, nlev, 0, pt->root, false, va, last);
+                               : pt_walk(&chg_prep_visitor, o, pt, nlev, 0, pt->root, false, va, last);
     if (rc < 0)
         return rc;
     rc = reserve(o, o->need);

@@ -26,6 +26,15 @@ struct pt_range {
 };
 
 struct pt {
+    /*
+     * Lifecycle, checked by every call: PT_LIVE from mmp_pt_init to
+     * mmp_pt_fini, PT_DEAD after it, each XORed with the storage's own
+     * address. The storage is the caller's and may hold anything before
+     * init: zeroed or stack garbage (or a copy of a live table elsewhere)
+     * matches with probability 2^-64; only a table left without fini at
+     * this very address does (pt_live).
+     */
+    uint64_t state;
     struct mmp_pt_geom g;
     mmp_core_pt_run_fn run; /* chosen once for the depth: no per-level test of it */
     struct mmp_pt_ops ops;
@@ -65,6 +74,21 @@ static inline struct pt *pt_of(struct mmp_pt *p)
 static inline const struct pt *cpt_of(const struct mmp_pt *p)
 {
     return (const struct pt *)(const void *)p;
+}
+
+#define PT_LIVE 0x6d6d706f72742b21ull /* between init and fini */
+#define PT_DEAD 0x6d6d706f72742d2dull /* after fini */
+
+static inline uint64_t pt_state_of(const void *p, uint64_t st)
+{
+    return st ^ (uint64_t)(uintptr_t)p;
+}
+
+/* p is a table between mmp_pt_init and mmp_pt_fini (NULL is not): the
+ * one check at the top of every call. */
+static inline bool pt_live(const struct mmp_pt *p)
+{
+    return p && cpt_of(p)->state == pt_state_of(p, PT_LIVE);
 }
 
 /* One aligned atomic load/store per descriptor (no torn reads by walkers). */
@@ -208,8 +232,19 @@ static inline bool pt_pending_in(const struct pt *pt, uint64_t lo, uint64_t last
             return true;
     return false;
 }
-/* A table page unlinked from the tree: freed after the covering flush. */
+/* Entry 2 of a table page queued for free_table or freed (pt_batch.c):
+ * invalid in every format (bits 2:0 clear, neither lock bit). */
+#define PT_DFREE_MARK 0x21d20feed00df000ull
+_Static_assert(!(PT_DFREE_MARK & (7u | 1ull << 11 | 1ull << 58)), "mark must stay invalid");
+
+/* A table page unlinked from the tree: freed after the covering flush
+ * (once, however often a corrupted table links it; never the root). */
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa);
+/* The same as a pt_for_each_table() callback (arg: the struct pt). */
+static inline void pt_defer_page(void *arg, void *va, uint64_t pa)
+{
+    mmp_core_pt_defer_free((struct pt *)arg, va, pa);
+}
 /* The same for a page whose entries must stay intact until that flush
  * (its translations are still valid); syncs first when the few slots are
  * full. */

@@ -325,7 +325,7 @@ static void t_harvest(const struct mmp_pt_geom *g, struct trk *w)
 
 static int check(struct mmp_pt *p, uint64_t va, uint64_t size, uint64_t *last)
 {
-    if (!p || !pt_of(p)->root)
+    if (!pt_live(p))
         return -MMP_EINVAL;
     return mmp_core_pt_check_va(pt_of(p), va, size, last);
 }
@@ -559,7 +559,7 @@ int mmp_pt_track_stop(struct mmp_pt *p, uint64_t va, uint64_t size)
 
 static int fault(struct mmp_pt *p, uint64_t va, bool write)
 {
-    if (!p || !pt_of(p)->root)
+    if (!pt_live(p))
         return -MMP_EINVAL;
     const struct pt *pt = pt_of(p);
     const struct mmp_pt_geom *g = &pt->g;

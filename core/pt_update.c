@@ -45,7 +45,7 @@ static int op_init(struct pt_op *o, struct mmp_pt *p, int kind, uint32_t attrs)
 int mmp_pt_map(struct mmp_pt *p, uint64_t va, uint64_t pa, uint64_t size, uint32_t attrs,
                uint32_t flags)
 {
-    if (!p || !pt_of(p)->root ||
+    if (!pt_live(p) ||
         (flags & ~(uint32_t)(MMP_MAP_REPLACE | MMP_MAP_NO_BLOCK | MMP_MAP_NO_CONT)))
         return -MMP_EINVAL;
     struct pt *pt = pt_of(p);
@@ -76,7 +76,7 @@ int mmp_pt_map(struct mmp_pt *p, uint64_t va, uint64_t pa, uint64_t size, uint32
 /* Unmap and protect: check the range, then run the table's engine. */
 static int run_range(struct mmp_pt *p, uint64_t va, uint64_t size, int kind, uint32_t attrs)
 {
-    if (!p || !pt_of(p)->root)
+    if (!pt_live(p))
         return -MMP_EINVAL;
     uint64_t last;
     int rc = mmp_core_pt_check_va(pt_of(p), va, size, &last);

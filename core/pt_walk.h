@@ -28,6 +28,16 @@
  * A prepare pass walks tables that do not exist yet (the ones its commit
  * would create): s->t is NULL and every entry of such a table is of kind
  * s->vkind (PT_INV for a new table, PT_LEAF for a split block).
+ *
+ * Corrupted tables (a bug or a stray DMA write in the caller) are caught
+ * here, for every path: an entry the walk loads that the format reserves
+ * (mmp_pt_fmt::reserved), a table entry that leads back to the root or to
+ * a table on the walk's own path (a cycle), and entering more tables than
+ * the table owns (pages linked twice) end the walk with -EIO; with
+ * PT_V_CHECK, so does a reserved entry in a span. Descents are
+ * bounded by the level count. A visitor that only needs a subtree to be
+ * sound (an update that will free it) walks it with pt_validate(): its
+ * tables are descended into and checked, nothing is handed to the visitor.
  */
 #ifndef MMPORT_CORE_PT_WALK_H
 #define MMPORT_CORE_PT_WALK_H
@@ -38,6 +48,7 @@ enum { PT_SKIP = 0, PT_SPAN = 1, PT_DESCEND = 2 };
 
 /* Visitor flags. */
 #define PT_V_ACQUIRE 1u /* load entries with acquire (readers racing a writer) */
+#define PT_V_CHECK 2u   /* check every entry of a span for reserved ones too */
 
 /* One slot of one table, as the walker shows it to a visitor. The walk
  * keeps one per depth; slot d + 1 describes the table below slot d. */
@@ -46,6 +57,7 @@ struct pt_slot {
     uint64_t *t;    /* NULL: imagined by a prepare pass */
     int vkind;      /* t == NULL: the kind of every entry */
     bool priv;      /* t is not linked yet (built by this call) */
+    bool vonly;     /* pt_validate(): walked for soundness only */
     /* the slot */
     bool full;      /* the walked range covers the whole slot */
     unsigned d, i;
@@ -78,7 +90,86 @@ static inline __attribute__((always_inline)) int pt_descend(struct pt_slot *s, u
     s[1].t = child;
     s[1].vkind = vkind;
     s[1].priv = priv;
+    s[1].vonly = s->vonly;
     return PT_DESCEND;
+}
+
+/* An entry callback's answer to walk the live table child below s only
+ * for soundness (the walker checks it and its subtree; the visitor sees
+ * nothing of it but its post for s). */
+static inline int pt_validate(struct pt_slot *s, uint64_t *child)
+{
+    pt_descend(s, child, PT_TABLE, false);
+    s[1].vonly = true;
+    return PT_DESCEND;
+}
+
+/* A last-level entry the format reserves. */
+static inline bool pt_leaf_bad(const struct mmp_pt_geom *g, uint64_t e)
+{
+    return ((g->leaf_bad >> (e & 63)) & 1) || ((e & g->valid_bit) && (e & g->leaf_rsv));
+}
+
+/* A valid entry at depth d the format reserves (a corrupted table). */
+static inline bool pt_bad(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+{
+    if (d + 1 == g->nlev)
+        return pt_leaf_bad(g, e);
+    return (e & g->valid_bit) && g->fmt->reserved(g, d, e);
+}
+
+/* -EIO if one of the entries [a, b] of the live table t (depth d) is
+ * reserved. racing: a writer may store meanwhile (atomic loads). */
+static inline int pt_check(const struct mmp_pt_geom *g, unsigned d, const uint64_t *t, unsigned a,
+                           unsigned b, bool racing)
+{
+    if (!t || (d + 1 == g->nlev && !g->leaf_rsv && !g->leaf_bad))
+        return 0;
+    if (d + 1 < g->nlev) {
+        for (unsigned k = a; k <= b; k++)
+            if (pt_bad(g, d, pt_ld(&t[k])))
+                return -MMP_EIO;
+        return 0;
+    }
+    /* Whole tables (the prepare pass of protect): the set of bits 5:0
+     * values seen, then one test; plain loads where only this writer
+     * stores. */
+    uint64_t seen = 0, hi = 0, vb = g->valid_bit, rsv = g->leaf_rsv;
+    for (unsigned k = a; k <= b; k++) {
+        uint64_t e = racing ? pt_ld(&t[k]) : t[k];
+        seen |= 1ull << (e & 63);
+        if (rsv)
+            hi |= (e & vb) ? e : 0;
+    }
+    return (seen & g->leaf_bad) || (hi & rsv) ? -MMP_EIO : 0;
+}
+
+/*
+ * Most tables one walk may enter: a tree holds each of its pages once, so
+ * a walk that enters more than the table owns is going round pages linked
+ * twice (a chain of them would take 512^levels steps). Shared tables:
+ * other writers' new tables are counted when their calls end; a reader
+ * racing the writer (racing) may still walk tables unlinked meanwhile.
+ */
+static inline uint64_t pt_tables_max(const struct pt *pt, bool racing)
+{
+    return pt_ld(&pt->st.table_pages) + (racing || (pt->cfg_flags & MMP_PT_SHARED) ? 4096 : 0);
+}
+
+/* The table c a walk is about to enter below frame s is not the root,
+ * nor one of the tables on the walk's path from top (a cycle), nor a page
+ * already given to free_table (linked twice; PT_DFREE_MARK; a reader
+ * racing the writer may meet one that was unlinked under it: pt_walk). */
+static inline bool pt_child_ok(const struct pt *pt, const struct pt_slot *top,
+                               const struct pt_slot *s, const uint64_t *c, bool racing)
+{
+    if ((uintptr_t)c - (uintptr_t)pt->root < pt->g.root_bytes ||
+        (!racing && pt_ld(&c[2]) == PT_DFREE_MARK))
+        return false;
+    for (; top <= s; top++)
+        if (top->t == c)
+            return false;
+    return true;
 }
 
 /* In post: the table the walk descended into from slot s. */
@@ -100,9 +191,11 @@ pt_walk(const struct pt_visitor *v, void *ctx, const struct pt *pt, unsigned nle
     const struct mmp_pt_geom *g = &pt->g;
     struct pt_slot f[MMP_PT_MAXLEV + 1];
     struct pt_slot *s = &f[d0], *top = s;
+    uint64_t ntab = 0; /* tables entered */
     s->t = t0;
     s->vkind = PT_TABLE;
     s->priv = priv0;
+    s->vonly = false;
     s->end = last;
     s->d = d0;
     for (;;) {
@@ -112,9 +205,15 @@ pt_walk(const struct pt_visitor *v, void *ctx, const struct pt *pt, unsigned nle
         s->i = pt_idx(g, d, va);
         if (d + 1 == nlev) {
             s->last = s->span_last = s->end;
-            rc = v->span(ctx, s);
-            if (rc)
-                return rc;
+            if (!s->vonly) {
+                if ((v->flags & PT_V_CHECK) &&
+                    (rc = pt_check(g, d, s->t, s->i, pt_idx(g, d, s->end),
+                                   (v->flags & PT_V_ACQUIRE) != 0)) != 0)
+                    return rc;
+                rc = v->span(ctx, s);
+                if (rc)
+                    return rc;
+            }
         } else {
             uint64_t m = ((uint64_t)1 << g->shift[d]) - 1, sl = va | m;
             s->full = !(va & m) && sl <= s->end;
@@ -122,11 +221,16 @@ pt_walk(const struct pt_visitor *v, void *ctx, const struct pt *pt, unsigned nle
             if (s->t) {
                 s->e = (v->flags & PT_V_ACQUIRE) ? pt_ld_acquire(&s->t[s->i]) : pt_ld(&s->t[s->i]);
                 s->kind = pt_kind(g, d, s->e);
+                if (s->kind != PT_INV && g->fmt->reserved(g, d, s->e))
+                    return -MMP_EIO;
             } else {
                 s->e = 0;
                 s->kind = s->vkind;
             }
-            if (v->entry)
+            if (s->vonly)
+                rc = s->kind == PT_TABLE ? pt_descend(s, pt_child(pt, s->e), PT_TABLE, false)
+                                         : PT_SKIP;
+            else if (v->entry)
                 rc = v->entry(ctx, s);
             else if (s->kind == PT_TABLE)
                 rc = pt_descend(s, pt_child(pt, s->e), PT_TABLE, s->priv);
@@ -134,13 +238,29 @@ pt_walk(const struct pt_visitor *v, void *ctx, const struct pt *pt, unsigned nle
                 s->span_last = s->last, rc = PT_SPAN;
             if (rc < 0)
                 return rc;
+            if (rc == PT_DESCEND && s[1].t && (v->flags & PT_V_ACQUIRE) &&
+                pt_ld(&s[1].t[2]) == PT_DFREE_MARK) {
+                /* A reader racing the writer: a table unlinked (and queued
+                 * for free_table) after the walk loaded its entry. What it
+                 * mapped is gone: as an invalid entry (shared: look again). */
+                s->span_last = s->last;
+                rc = PT_SPAN;
+            }
             if (rc == PT_DESCEND) {
+                bool racing = (v->flags & PT_V_ACQUIRE) != 0;
+                if (s[1].t && (!pt_child_ok(pt, top, s, s[1].t, racing) ||
+                               ++ntab > pt_tables_max(pt, racing)))
+                    return -MMP_EIO;
                 s[1].end = s->last;
                 s[1].d = d + 1;
                 s++;
                 continue;
             }
             if (rc == PT_SPAN) {
+                if ((v->flags & PT_V_CHECK) && s->span_last != s->last &&
+                    (rc = pt_check(g, d, s->t, s->i + 1, pt_idx(g, d, s->span_last),
+                                   (v->flags & PT_V_ACQUIRE) != 0)) != 0)
+                    return rc;
                 rc = v->span(ctx, s);
                 if (rc)
                     return rc;
@@ -152,7 +272,7 @@ pt_walk(const struct pt_visitor *v, void *ctx, const struct pt *pt, unsigned nle
             if (s == top)
                 return 0;
             s--;
-            if (v->post && (rc = v->post(ctx, s)) != 0)
+            if (v->post && !s->vonly && (rc = v->post(ctx, s)) != 0)
                 return rc;
         }
         va = s->last + 1;
@@ -206,14 +326,15 @@ static inline int pt_tables_post(void *ctx, struct pt_slot *s)
 
 /* fn(arg, va, pa) for every table page below t (depth d), children before
  * their parent; t itself is not included. Teardown and the deferred free
- * of unlinked subtrees. */
-static inline void pt_for_each_table(const struct pt *pt, unsigned d, uint64_t *t,
+ * of unlinked subtrees. -EIO where the subtree is corrupted (the walk
+ * stops there: what it did not reach is not passed to fn). */
+static inline int pt_for_each_table(const struct pt *pt, unsigned d, uint64_t *t,
                                      void (*fn)(void *arg, void *va, uint64_t pa), void *arg)
 {
     static const struct pt_visitor v = {.span = pt_tables_span, .post = pt_tables_post};
     struct pt_tables w = {pt, fn, arg};
     /* Only the indices matter below the table: walk all of them. */
-    pt_walk(&v, &w, pt, pt->g.nlev, d, t, false, 0, pt_span_of(&pt->g, d));
+    return pt_walk(&v, &w, pt, pt->g.nlev, d, t, false, 0, pt_span_of(&pt->g, d));
 }
 
 #endif

@@ -18,6 +18,8 @@ const char *mmp_strerror(int err)
         return "cancelled by callback";
     case MMP_EAGAIN:
         return "entry being changed by another writer (nothing changed; retry)";
+    case MMP_EIO:
+        return "corrupted table (reserved descriptor or cycle); nothing changed";
     case MMP_ENOMEM:
         return "out of memory (nothing changed)";
     case MMP_EACCES:

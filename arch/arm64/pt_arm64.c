@@ -178,6 +178,10 @@ static int arm64_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, bo
         g->tbl_val[d] = level < 3 ? 3 : 1;
         g->oa_mask[d] = mmp_core_pt_bits(oa_top, g->shift[d]) | g->oa_field;
     }
+    /* Level 3: bits[1:0] 0b01 is reserved (arm64_reserved); a page's
+     * output address at or above 2^pa_bits is an address size fault. */
+    g->leaf_bad = 0x2222222222222222ull; /* bits[1:0] = 0b01 */
+    g->leaf_rsv = pa < 48 ? mmp_core_pt_bits(47, pa) : 0;
     unsigned root_bits = va - g->shift[0];
     if (root_bits > bpl + extra)
         return -MMP_ENOTSUP;
@@ -306,6 +310,28 @@ static uint32_t s2_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
     return a;
 }
 
+/*
+ * Descriptors above level 3 the walk would fault on (Arm ARM D8.3.1;
+ * level 3 is leaf_rsv / leaf_bad): bits[1:0] 0b01 at a level without
+ * block descriptors for the granule and output size (blocks: 4K L1/L2
+ * and L0 with FEAT_LPA2, 16K and 64K L2 and L1 with 52-bit output; tables
+ * D8-17, D8-27, D8-36; the architecture's rule, not the table's max_leaf
+ * / NO_BLOCKS policy): a translation fault; and a block's output address
+ * at or above 2^pa_bits: an address size fault (table addresses are what
+ * alloc_table gave).
+ */
+static bool arm64_reserved(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+{
+    int level = g->first_level + (int)d;
+    unsigned gs = g->granule_shift;
+    bool pa52 = g->pa_bits == 52, ds = (g->features & MMP_PT_FEAT_LPA2) != 0;
+    if ((e & 3) != 1)
+        return false; /* a table: its address is what alloc_table gave */
+    bool block = level == 2 || (level == 1 && (gs == 12 || pa52)) ||
+                 (level == 0 && ds && gs == 12);
+    return !block || (mmp_core_pt_oa_dec(g, e, g->oa_mask[d]) >> g->pa_bits) != 0;
+}
+
 /* Blocks become pages (0b01 -> 0b11) or smaller blocks; the contiguous bit
  * is the engine's to decide. */
 static uint64_t arm64_child(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
@@ -419,6 +445,7 @@ const struct mmp_pt_fmt mmp_core_pt_fmt_arm64_s1 = {
     .attrs = s1_attrs,
     .child = arm64_child,
     .needs_bbm = arm64_needs_bbm,
+    .reserved = arm64_reserved,
     .regs = s1_regs,
 };
 
@@ -429,5 +456,6 @@ const struct mmp_pt_fmt mmp_core_pt_fmt_arm64_s2 = {
     .attrs = s2_attrs,
     .child = arm64_child,
     .needs_bbm = arm64_needs_bbm,
+    .reserved = arm64_reserved,
     .regs = s2_regs,
 };

@@ -77,6 +77,19 @@ static const struct {
 };
 #define N_TYPES (sizeof ept_types / sizeof ept_types[0])
 
+/* Bits 5:0 (R, W, X, memory type) of a valid leaf that make it an EPT
+ * misconfiguration (29.3.3.1): write without read, execute-only without
+ * the capability, memory type 2, 3 or 7. */
+static bool ept_bad_low(const struct mmp_pt_geom *g, uint64_t e)
+{
+    uint64_t rwx = e & (E_R | E_W | E_X);
+    unsigned mt = (unsigned)((e & E_MT) >> E_MT_SHIFT);
+    if (!rwx)
+        return false; /* not present */
+    return rwx == E_W || rwx == (E_W | E_X) ||
+           (rwx == E_X && !(g->fmt_flags & MMP_PT_EPT_XO)) || mt == 2 || mt == 3 || mt == 7;
+}
+
 static int ept_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 {
     bool ad = (cfg->flags & MMP_PT_EPT_AD) != 0;
@@ -84,6 +97,10 @@ static int ept_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
     int rc = mmp_core_x86_pt_setup(g, cfg, rwx, rwx | (ad ? E_A : 0), ad ? E_A | E_D : 0, true);
     g->fmt_flags = cfg->flags & (MMP_PT_EPT_XO | MMP_PT_EPT_AD | MMP_PT_EPT_MBEC);
     g->features = cfg->flags & MMP_PT_EPT_MBEC ? MMP_PT_FEAT_EPT_MBEC : 0;
+    /* PTE misconfigurations are a matter of bits 5:0 (ept_bad_low). */
+    for (unsigned i = 0; i < 64; i++)
+        if (ept_bad_low(g, i))
+            g->leaf_bad |= 1ull << i;
     /* Tracking (core/pt_track.c): hardware A/D (29.3.5) need EPTP bit 6;
      * software marks tracked leaves with bit 11, ignored in every EPT
      * entry (Tables 29-1..29-6). */
@@ -141,6 +158,23 @@ static uint32_t ept_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
     return a | MMP_MEM_DEVICE; /* not produced by ept_leaf */
 }
 
+/*
+ * A valid entry above the last level that is an EPT misconfiguration
+ * (29.3.3.1): as ept_bad_low, or reserved bits (bits 7:3 of PML5Es and
+ * PML4Es, 6:3 of tables, 29:12 / 20:12 of large leaves, 51:N). A table
+ * without read access is refused too: mmport's tables are R|W|X and its
+ * decoder tells tables by R (bit 0), so it would read one as a leaf.
+ */
+static bool ept_reserved(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+{
+    unsigned level = g->nlev - d;
+    if (level >= 4 || !(e & E_LEAF)) { /* a table */
+        uint64_t rsv = level >= 4 ? mmp_core_pt_bits(7, 3) : mmp_core_pt_bits(6, 3);
+        return !(e & E_R) || (e & rsv) || ept_bad_low(g, e);
+    }
+    return ept_bad_low(g, e) || mmp_core_x86_pt_rsv(g, d, e, 12);
+}
+
 /* EPTP (SDM 3C 25.6.11, Table 25-9): bits 2:0 the memory type of the walk
  * (WB), 5:3 page-walk length - 1, 6 A/D enable, address bits N-1:12.
  * MBEC is a VM-execution control, not an EPTP bit (mmp_pt_info features). */
@@ -159,5 +193,6 @@ const struct mmp_pt_fmt mmp_core_pt_fmt_x86_ept = {
     .attrs = ept_attrs,
     .child = mmp_core_x86_pt_child,
     .needs_bbm = mmp_core_x86_pt_needs_bbm,
+    .reserved = ept_reserved,
     .regs = ept_regs,
 };

@@ -87,6 +87,8 @@ int mmp_core_x86_pt_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg
         g->tbl_val[d] = level > 1 ? (uint8_t)X_P : 1;
         g->oa_mask[d] = mmp_core_pt_bits(51, g->shift[d]);
     }
+    /* PTEs: address bits 51:MAXPHYADDR are reserved (Tables 4-20, 29-6). */
+    g->leaf_rsv = mmp_core_pt_bits(51, pa_bits);
     /* mmp_pt_regs ids: a PCID of 12 bits in CR3 (SDM 3A 4.10.1); none for
      * EPT / NPT (VPID and ASID live in the VMCS / VMCB). */
     g->id_max = physical ? 0 : 0xfff;
@@ -192,6 +194,34 @@ uint64_t mmp_core_x86_pt_child(const struct mmp_pt_geom *g, unsigned d, uint64_t
 }
 
 /*
+ * Reserved bits of a valid x86-64 / NPT / EPT entry above the last level
+ * (depth d) that the layouts share (SDM vol. 3A 4.5 Tables 4-15..4-20, vol. 3C 29.3.2 Tables
+ * 29-1..29-6): bit 7 in PML5Es and PML4Es (x86-64: PS there is reserved;
+ * EPT: one of bits 7:3), and in a leaf the address bits 51:pa_bits and,
+ * in a large one (bit 7 set at PDPTE / PDE), those below its size (1 GiB:
+ * 29:13, 2 MiB: 20:13; bit 12 is PAT, EPT: reserved too, lo = 12).
+ * Table addresses are not checked against pa_bits: they are what
+ * alloc_table returned. Returns those bits of e.
+ */
+uint64_t mmp_core_x86_pt_rsv(const struct mmp_pt_geom *g, unsigned d, uint64_t e, unsigned lo)
+{
+    unsigned level = g->nlev - d;
+    if (level >= 4)
+        return e & X_PS;
+    if (!(e & X_PS))
+        return 0;
+    return e & (g->leaf_rsv | mmp_core_pt_bits(g->shift[d] - 1u, lo));
+}
+
+/* x86-64 and NPT: a set reserved bit is a reserved-bit page fault
+ * (SDM vol. 3A 4.7, PFEC.RSVD; APM vol. 2 5.3.3). NXE = 1 is assumed
+ * (XD is not reserved). */
+static bool x86_reserved(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+{
+    return mmp_core_x86_pt_rsv(g, d, e, 13) != 0;
+}
+
+/*
  * x86 walkers are coherent with stores and there is no architectural
  * break-before-make, but a change of page size that also changes the frame
  * or the attributes must go not-present, flush, write (Intel SDM vol. 3A
@@ -231,6 +261,7 @@ const struct mmp_pt_fmt mmp_core_pt_fmt_x86_64 = {
     .attrs = x86_attrs,
     .child = mmp_core_x86_pt_child,
     .needs_bbm = mmp_core_x86_pt_needs_bbm,
+    .reserved = x86_reserved,
     .regs = x86_regs,
 };
 
@@ -241,5 +272,6 @@ const struct mmp_pt_fmt mmp_core_pt_fmt_x86_npt = {
     .attrs = x86_attrs,
     .child = mmp_core_x86_pt_child,
     .needs_bbm = mmp_core_x86_pt_needs_bbm,
+    .reserved = x86_reserved,
     .regs = x86_regs,
 };

@@ -15,6 +15,10 @@
 int mmp_core_x86_pt_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, uint64_t valid,
                           uint64_t tbl, uint64_t ign, bool physical);
 uint64_t mmp_core_x86_pt_child(const struct mmp_pt_geom *g, unsigned d, uint64_t e);
+/* The reserved bits set in the valid entry e at depth d (address bits
+ * 51:pa_bits, bit 7 at PML4/PML5, a large leaf's address bits from lo up
+ * to its size). */
+uint64_t mmp_core_x86_pt_rsv(const struct mmp_pt_geom *g, unsigned d, uint64_t e, unsigned lo);
 bool mmp_core_x86_pt_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_t old, uint64_t nw,
                                unsigned chg);
 

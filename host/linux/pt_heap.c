@@ -8,6 +8,22 @@
 
 #include "host.h"
 
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#endif
+#endif
+
+void mmp_host_assume_init(const void *p, size_t n)
+{
+#ifdef VALGRIND_MAKE_MEM_DEFINED
+    VALGRIND_MAKE_MEM_DEFINED(p, n);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 static void *heap_alloc(void *ctx, size_t bytes, uint64_t *pa)
 {
     (void)ctx;

@@ -29,6 +29,7 @@
 /* Error values (returned negated). Equal to Linux <errno.h>. */
 #define MMP_ENOENT 2     /**< nothing mapped / no such item */
 #define MMP_EINTR 4      /**< cancelled by a callback */
+#define MMP_EIO 5        /**< a corrupted table: a descriptor the format reserves, or a cycle */
 #define MMP_EAGAIN 11    /**< shared mode: an entry is being changed by another writer; retry */
 #define MMP_ENOMEM 12    /**< an allocation failed; nothing changed */
 #define MMP_EACCES 13    /**< the access is not allowed (a real permission fault) */

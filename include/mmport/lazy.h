@@ -50,7 +50,15 @@
 extern "C" {
 #endif
 
-/** Enter (or nest into) a lazy section. Errors: -EINVAL (NULL or uninitialised pt). */
+/** Deepest nesting of lazy sections, and of pauses, a table takes. */
+#define MMP_LAZY_MAX_DEPTH 65535u
+
+/**
+ * Enter (or nest into) a lazy section.
+ * Errors: -EINVAL (NULL, uninitialised or finished pt); -EOVERFLOW
+ * (already MMP_LAZY_MAX_DEPTH sections deep: an unbalanced enter; the
+ * depth is unchanged, so it can never wrap to "not lazy").
+ */
 MMP_API int mmp_lazy_enter(struct mmp_pt *pt);
 
 /**
@@ -67,7 +75,8 @@ MMP_API int mmp_lazy_flush(struct mmp_pt *pt);
 /**
  * Emit everything pending and run eagerly (per call) until the matching
  * mmp_lazy_resume(), for code that must see its updates take effect.
- * Nests. Errors: -EINVAL (not lazy).
+ * Nests. Errors: -EINVAL (not lazy); -EOVERFLOW (already paused
+ * MMP_LAZY_MAX_DEPTH times; nothing emitted).
  */
 MMP_API int mmp_lazy_pause(struct mmp_pt *pt);
 

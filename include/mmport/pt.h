@@ -14,6 +14,21 @@
  *   entry, the new one, or (inside a break-before-make window) an invalid
  *   one; never a torn descriptor.
  * - Table memory and TLB invalidation go through the caller's mmp_pt_ops.
+ * - Corrupted tables (a descriptor written by a bug or a stray DMA): every
+ *   call checks each descriptor it follows and each one it would read or
+ *   change against the format's rules, and returns -EIO (nothing changed)
+ *   at one the format reserves or the hardware would reject (x86 PS in a
+ *   PML4E/PML5E, reserved address bits of a leaf; an arm64 block at a
+ *   level without blocks, bits[1:0] 0b01 at level 3; an EPT
+ *   misconfiguration), at a table entry that leads back to the root or to
+ *   a table on its own path, and where a walk would enter more tables than
+ *   the table owns (pages linked twice). No call loops or frees a page
+ *   twice on such tables; a page linked twice is freed once, when the
+ *   first link to it goes (the other then points at a freed page: the
+ *   library cannot see every link without a walk of the whole table).
+ * - Calls on storage that holds no live table (never initialised, or
+ *   after mmp_pt_fini) return -EINVAL (functions without an error: 0 or
+ *   nothing).
  *
  * Addresses: "va" is the input address of the table (a VA for stage 1 and
  * x86-64, an IPA for arm64 stage 2); "pa" the output address.
@@ -399,9 +414,14 @@ struct mmp_pt_stats {
 /**
  * A page table. The caller owns the storage (embed it in a VM structure);
  * its contents are private. mmp_pt_create() allocates one for hosted use.
+ * It may hold anything before mmp_pt_init (zeroed or stack garbage: init
+ * tells a live table from garbage by a 64-bit state keyed to the
+ * storage's own address). A live table must not be moved or copied: a
+ * copy is no live table (-EINVAL). Storage of a table abandoned without
+ * mmp_pt_fini is still a live table to init (-EBUSY): zero it to reuse it.
  */
 struct mmp_pt {
-    uint64_t opaque[80];
+    uint64_t opaque[96];
 };
 
 /**
@@ -414,14 +434,18 @@ struct mmp_pt {
  * flush_ranges > 8, max_leaf not a power of two >= the granule, ops
  * without alloc_table/free_table); -ENOTSUP (granule and level
  * combination the format lacks); -ENOMEM (root
- * allocation failed).
+ * allocation failed); -EBUSY (@p pt is a live table: mmp_pt_fini it
+ * first; initialising it again would leak every page of it).
  */
 MMP_API int mmp_pt_init(struct mmp_pt *pt, const struct mmp_pt_config *cfg,
                         const struct mmp_pt_ops *ops);
 
 /** Free every table page of @p pt. The table must not be in use by an MMU
  * (nor by another thread). A MMP_PT_SHARED table first waits for its
- * retired pages as mmp_pt_reclaim() does. */
+ * retired pages as mmp_pt_reclaim() does. Does nothing for storage that
+ * holds no live table (finished already, never initialised). In a
+ * corrupted table it frees each page it reaches once, and leaks what a
+ * corrupted descriptor hides. */
 MMP_API void mmp_pt_fini(struct mmp_pt *pt);
 
 /**
@@ -459,7 +483,9 @@ MMP_API void mmp_pt_destroy(struct mmp_pt *pt);
  * given; in a MMP_PT_SHARED table also: another thread mapped it first);
  * -ENOMEM (a table allocation failed); -ENOTSUP (MMP_PT_SHARED table: the
  * range is not one leaf slot); -EAGAIN (MMP_PT_SHARED table: an entry on the
- * way is being changed by another writer; nothing changed, retry).
+ * way is being changed by another writer; nothing changed, retry); -EIO
+ * (the table is corrupted: an entry on the way, or one the call would
+ * replace, is reserved, or a table entry makes a cycle; nothing changed).
  */
 MMP_API int mmp_pt_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t size,
                        uint32_t attrs, uint32_t flags);
@@ -474,7 +500,9 @@ MMP_API int mmp_pt_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t siz
  * the flush, a TLB may still translate to them (include/mmport/lazy.h).
  * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for map; -ENOMEM (a split needed
  * a table and none could be allocated); -ENOTSUP, -EAGAIN (MMP_PT_SHARED
- * table) as for map.
+ * table) as for map; -EIO (the table is corrupted: an entry in the range
+ * or on the way to it is reserved, or a table entry makes a cycle or
+ * leads to the root; nothing changed).
  */
 MMP_API int mmp_pt_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size);
 
@@ -488,8 +516,9 @@ MMP_API int mmp_pt_protect(struct mmp_pt *pt, uint64_t va, uint64_t size, uint32
 /** The leaf translating @p va (any address inside a page). In a
  * MMP_PT_SHARED table it waits out an entry another thread holds locked
  * (one barrier + flush) and reports the translation after it.
- * Errors: -ENOENT (unmapped), -EINVAL (NULL argument), -ERANGE (beyond
- * va_bits, non-canonical). */
+ * Errors: -ENOENT (unmapped), -EINVAL (NULL argument, no live table),
+ * -ERANGE (beyond va_bits, non-canonical), -EIO (a descriptor on the way
+ * is reserved, or the walk meets a cycle: the table is corrupted). */
 MMP_API int mmp_pt_lookup(const struct mmp_pt *pt, uint64_t va, struct mmp_pt_leaf *out);
 
 /** Called for each leaf; a non-zero return stops the walk and is returned. */
@@ -497,12 +526,15 @@ typedef int (*mmp_pt_walk_fn)(void *arg, const struct mmp_pt_leaf *leaf);
 
 /**
  * Visit every leaf overlapping [va, va+size) in address order.
- * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for map; else fn's non-zero value.
+ * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for map; -EIO (corrupted table,
+ * as mmp_pt_lookup; fn may have seen the leaves before the fault); else
+ * fn's non-zero value.
  */
 MMP_API int mmp_pt_walk(const struct mmp_pt *pt, uint64_t va, uint64_t size,
                         mmp_pt_walk_fn fn, void *arg);
 
-/** Physical address of the root table (for CR3, TTBRn_ELx, VTTBR_EL2). */
+/** Physical address of the root table (for CR3, TTBRn_ELx, VTTBR_EL2); 0
+ * without a live table. */
 MMP_API uint64_t mmp_pt_root(const struct mmp_pt *pt);
 
 /** Values a hypervisor or kernel writes to use a table (mmp_pt_regs()). */
@@ -519,7 +551,7 @@ struct mmp_pt_regs {
  */
 MMP_API int mmp_pt_regs(const struct mmp_pt *pt, uint16_t id, struct mmp_pt_regs *out);
 
-/** Copy the counters of @p pt into *out. */
+/** Copy the counters of @p pt into *out (zeros without a live table). */
 MMP_API void mmp_pt_stats(const struct mmp_pt *pt, struct mmp_pt_stats *out);
 
 /** Geometry of a table, with the control-register values it assumes. */
@@ -587,7 +619,7 @@ enum mmp_pt_feature {
     MMP_PT_FEAT_EPT_MBEC = 1u << 4,
 };
 
-/** Describe @p pt. Errors: -EINVAL (NULL argument). */
+/** Describe @p pt. Errors: -EINVAL (NULL argument, no live table). */
 MMP_API int mmp_pt_info(const struct mmp_pt *pt, struct mmp_pt_info *out);
 
 /** What a walk of the whole table finds. */
@@ -600,7 +632,9 @@ struct mmp_pt_usage {
     uint64_t empty_tables; /**< reachable non-root tables without a valid entry (0 normally) */
 };
 
-/** Count leaves and table pages by walking the whole table. Errors: -EINVAL. */
+/** Count leaves and table pages by walking the whole table. Errors:
+ * -EINVAL; -EIO (corrupted table, as mmp_pt_lookup; *out then holds
+ * partial counts). */
 MMP_API int mmp_pt_usage(const struct mmp_pt *pt, struct mmp_pt_usage *out);
 
 /**
@@ -610,7 +644,8 @@ MMP_API int mmp_pt_usage(const struct mmp_pt *pt, struct mmp_pt_usage *out);
  * contiguous runs, blocks, table pages) of the WHOLE table, as
  * mmp_pt_usage() counts them, not of the range dumped. Each line, without newline, goes
  * to @p out; a non-zero return from it stops the dump and is returned.
- * Works freestanding (no libc). Errors: as mmp_pt_walk().
+ * Works freestanding (no libc). Errors: as mmp_pt_walk() (-EIO also for
+ * a corrupted table outside the range: the totals need all of it).
  */
 MMP_API int mmp_pt_dump(const struct mmp_pt *pt, uint64_t va, uint64_t size,
                         int (*out)(void *arg, const char *line), void *arg);
