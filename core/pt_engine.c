@@ -1102,7 +1102,7 @@ static void sh_fold_run(struct pt_op *o, uint64_t *t, unsigned d, unsigned i, ui
     uint64_t va_ra = va_i - (uint64_t)(i - ra) * sz, pa_ra = va_ra + o->delta;
     if (!run_matches(o, d, t, ra, ra + R - 1, pa_ra, o->tmpl[d]))
         return;
-    if (pt_lock(o, t, ra, ra + R - 1, R, 0))
+    if (pt_lock(o, t, ra, ra + R - 1, ~0u, 0))
         return;
     for (unsigned k = 0; k < R; k++)
         if (!leaf_is(g, d, pt_lk_old(o, t, ra, ra + k), pa_ra + k * sz, o->tmpl[d])) {
