@@ -327,7 +327,7 @@ static bool unfold_run(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uin
  * 2): unmake it and flush it now, so no TLB still holds the run when they
  * change - the same order as a split first (split_begin).
  */
-static void unfold_first(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uint64_t va_i)
+static __attribute__((noinline, cold)) void unfold_first(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uint64_t va_i)
 {
     unfold_run(o, d, t, i, va_i, false, false);
     o->st->split_flushes++;
