@@ -328,7 +328,8 @@ struct mmp_pt {
  * @p ops NULL means the built-in allocator (hosted builds only: heap pages,
  * pa == va, no-op flush); a freestanding build returns -EINVAL for NULL.
  * Errors: -EINVAL (NULL pt/cfg, unknown format or config flag, an EPT
- * flag on another format, bad granule, va_bits or pa_bits out of the
+ * flag on another format, MMP_PT_BBML2 on an x86 format,
+ * MMP_PT_X86_SIZE_BBM on EPT or arm64, bad granule, va_bits or pa_bits out of the
  * format's range or a 52-bit combination the architecture lacks,
  * flush_ranges > 8, max_leaf not a power of two >= the granule, ops
  * without alloc_table/free_table); -ENOTSUP (granule and level
