@@ -754,10 +754,14 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
             /* A cut run the format lets be unmade in place (FEAT_BBM
              * level 2) is, and flushed, first: then only the entries
              * inside [a, b] change here. */
-            if ((ex & vb) && (ex & cb) && (x & ~(R - 1)) < a && !priv && !unfold_needs_bbm(g, d, ex))
-                unfold_first(o, d, t, x, va_a + (uint64_t)(x - a) * sz), ex = pt_ld(&t[x]);
-            if ((ey & vb) && (ey & cb) && (y | (R - 1)) > b && !priv && !unfold_needs_bbm(g, d, ey))
-                unfold_first(o, d, t, y, va_a + (uint64_t)(y - a) * sz), ey = pt_ld(&t[y]);
+            if ((ex & vb) && (ex & cb) && (x & ~(R - 1)) < a && !priv && !unfold_needs_bbm(g, d, ex)) {
+                unfold_first(o, d, t, x, va_a + (uint64_t)(x - a) * sz);
+                ex = pt_ld(&t[x]), ey = pt_ld(&t[y]); /* (one run may hold both ends) */
+            }
+            if ((ey & vb) && (ey & cb) && (y | (R - 1)) > b && !priv && !unfold_needs_bbm(g, d, ey)) {
+                unfold_first(o, d, t, y, va_a + (uint64_t)(y - a) * sz);
+                ey = pt_ld(&t[y]);
+            }
             if ((ex & vb) && (ex & cb)) {
                 lo = x & ~(R - 1);
                 if (lo < a && !priv)
