@@ -45,13 +45,22 @@ hooks = [t for t in size if re.search(r'arch/[^/]+/pt_[^/]+\.c$', fileof.get(t, 
 
 
 # Callers of pt_break_keep whose slots hold leaves only: their breaks
-# unlink no subtree (no walk of one).
+# unlink no subtree (no walk of one). WRAPPERS pass the caller's slots on.
 LEAF_BREAKS = {'unfold_run', 'chg_leaves', 'split_end', 'split_runs', 'mmp_core_pt_break'}
+WRAPPERS = {'size_break', 'pt_break'}
 # Callbacks the subtree walk calls (pt_for_each_table's fn).
 TABLE_FNS = {'defer_page', 'free_page', 'give_back'}
 
 
-def callees(t, shared, parent):
+def breaker(path):
+    """The function whose slots a break below path[-1] changes."""
+    for c in reversed(path):
+        if name(c) not in WRAPPERS:
+            return name(c)
+    return ''
+
+
+def callees(t, shared, path):
     out = []
     for c in edges.get(t, []):
         if c == '__indirect_call':
@@ -60,8 +69,8 @@ def callees(t, shared, parent):
             elif name(t) == 'mmp_core_pt_run' or (fileof.get(t, '').endswith('core/pt_update.c')
                                                  and name(t) != 'op_init'):  # pt->run
                 out += [e for e in engines if name(e).startswith('pt_run_sh_') == shared]
-            elif not fileof.get(t, '').endswith('core/pt_batch.c'):  # there: tlb_flush
-                out += hooks
+            elif not fileof.get(t, '').endswith('core/pt_batch.c') and name(t) not in TABLE_FNS:
+                out += hooks  # (pt_batch.c and the table callbacks call the caller's hooks)
         elif c in size:
             out.append(c)
         # else: outside what was compiled (libc's memset, the caller's hooks)
@@ -71,14 +80,19 @@ def callees(t, shared, parent):
     # first; unlinked tables are retired at the end instead).
     if re.fullmatch(r'pt_run_(\d|generic)', name(t)):
         out = [c for c in out if not name(c).startswith('pt_run_sh_')]
-    if name(t) == 'pt_break_keep' and (shared or name(parent) in LEAF_BREAKS):
+    # size_break (a change of size or contiguity) unlinks a table only for
+    # try_collapse (a table folded into a block); its other callers' slots,
+    # the map_leaves fold among them, are leaves.
+    via_size = bool(path) and name(path[-1]) == 'size_break'
+    if name(t) == 'pt_break_keep' and (shared or breaker(path) in LEAF_BREAKS or
+                                       (via_size and breaker(path) != 'try_collapse')):
         out = [c for c in out if not name(c).startswith('pt_for_each_table')]
     return out
 
 
 def deepest(t, shared, path=()):
     best, chain = 0, []
-    for c in callees(t, shared, path[-1] if path else ''):
+    for c in callees(t, shared, path):
         if c in path or c == t:
             continue  # only the over-approximated indirect calls loop
         d, ch = deepest(c, shared, path + (t,))

@@ -41,7 +41,10 @@ for a in x86_64 ${CROSS_CC:+aarch64}; do
         continue
     fi
     echo "-- $a ($cc -O2)"
-    if python3 scripts/stack-usage.py $FRAME $CHAIN "$d"/*.ci | sed "s|$(pwd)/||g"; then
+    python3 scripts/stack-usage.py $FRAME $CHAIN "$d"/*.ci > "$d/report.txt"
+    rc=$?
+    sed "s|$(pwd)/||g" "$d/report.txt"
+    if [ $rc = 0 ]; then
         ok "stack $a: every frame <= $FRAME bytes, every public call's deepest chain <= $CHAIN bytes"
     else
         ko "stack $a: a frame or a public call's chain is over budget (above)"
