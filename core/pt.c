@@ -37,6 +37,7 @@ int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 #define CFG_FLAGS                                                                  \
     (MMP_PT_NO_BLOCKS | MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER |      \
      MMP_PT_KEEP_TABLES | MMP_PT_EL2 | MMP_PT_S2FWB | MMP_PT_TRACK_HW | MMP_PT_SHARED |      \
+     MMP_PT_BBML2 | MMP_PT_X86_SIZE_BBM |                                            \
      CFG_EPT_FLAGS)
 #define CFG_EPT_FLAGS (MMP_PT_EPT_XO | MMP_PT_EPT_AD | MMP_PT_EPT_MBEC)
 
@@ -52,6 +53,12 @@ int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct 
     if (!cfg || (cfg->flags & ~CFG_FLAGS) || cfg->flush_ranges > PT_MAX_RANGES)
         return -MMP_EINVAL;
     if ((cfg->flags & CFG_EPT_FLAGS) && cfg->format != MMP_PT_X86_EPT)
+        return -MMP_EINVAL;
+    if ((cfg->flags & MMP_PT_X86_SIZE_BBM) && cfg->format != MMP_PT_X86_64 &&
+        cfg->format != MMP_PT_X86_NPT)
+        return -MMP_EINVAL; /* an AMD erratum: not for EPT (Intel) or arm64 */
+    if ((cfg->flags & MMP_PT_BBML2) && cfg->format != MMP_PT_ARM64_S1 &&
+        cfg->format != MMP_PT_ARM64_S2)
         return -MMP_EINVAL;
     if (!ops)
         ops = mmp_host_pt_default_ops();

@@ -148,8 +148,8 @@ static uint64_t *take(struct pt_op *o, uint64_t *pa)
     o->nres--;
     o->st->table_pages++;
     if (o->shared) { /* one per depth of the call's path (pt_run_shared) */
-        o->tk[o->ntk].va = p;
-        o->tk[o->ntk++].pa = *pa;
+        o->sh->tk[o->sh->ntk].va = p;
+        o->sh->tk[o->sh->ntk++].pa = *pa;
     }
     return p;
 }
@@ -170,14 +170,14 @@ static void defer_tree(struct pt_op *o, unsigned d, uint64_t *t, uint64_t pa);
  * slot and what folds around it). */
 static void sh_flush_add(struct pt_op *o, uint64_t lo, uint64_t last, unsigned fflags)
 {
-    if (!o->fl) {
-        o->fl = true;
-        o->fl_lo = lo, o->fl_last = last, o->fl_flags = fflags;
+    if (!o->sh->fl) {
+        o->sh->fl = true;
+        o->sh->fl_lo = lo, o->sh->fl_last = last, o->sh->fl_flags = fflags;
         return;
     }
-    o->fl_lo = lo < o->fl_lo ? lo : o->fl_lo;
-    o->fl_last = last > o->fl_last ? last : o->fl_last;
-    o->fl_flags = pt_fl_merge(o->fl_flags, fflags);
+    o->sh->fl_lo = lo < o->sh->fl_lo ? lo : o->sh->fl_lo;
+    o->sh->fl_last = last > o->sh->fl_last ? last : o->sh->fl_last;
+    o->sh->fl_flags = pt_fl_merge(o->sh->fl_flags, fflags);
 }
 
 static bool sh_break(struct pt_op *o, uint64_t lo, uint64_t last, bool needed, unsigned fflags)
@@ -201,6 +201,9 @@ static bool sh_break(struct pt_op *o, uint64_t lo, uint64_t last, bool needed, u
  * writes the new entries. Otherwise the change is written in place and
  * its flush recorded for the end of the call or lazy section.
  * Returns true when the slots were broken (they are all invalid now).
+ * pt_break_keep() stores old & keep instead of 0 (keep without the valid
+ * bits: still invalid, Arm ARM D8.3.1 "Invalid descriptor" ignores bits
+ * [63:1]) so the caller can rewrite them from what they held.
  *
  * Shared mode: the break itself is pt_lock() (a compare-and-swap of each
  * entry to LOCKED, which other writers cannot pass), done by the caller
@@ -208,8 +211,8 @@ static bool sh_break(struct pt_op *o, uint64_t lo, uint64_t last, bool needed, u
  * follow, at once, or (not needed) at the end of the call. The caller
  * then releases the entries with their new values.
  */
-static bool pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
-                     uint64_t va_lo, bool needed, bool priv, unsigned fflags)
+static bool pt_break_keep(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
+                          uint64_t va_lo, bool needed, bool priv, unsigned fflags, uint64_t keep)
 {
     if (priv)
         return false;
@@ -228,7 +231,7 @@ static bool pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsi
         uint64_t e = pt_ld(&t[k]);
         if (!(e & g->valid_bit))
             continue;
-        pt_st(&t[k], 0);
+        pt_st(&t[k], e & keep);
         n++;
         if (pt_kind(g, d, e) == PT_TABLE)
             defer_tree(o, d + 1, pt_child(o->pt, e), pt_tbl_oa(g, e));
@@ -236,6 +239,12 @@ static bool pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsi
     wrote(o, n, priv);
     mmp_core_pt_bbm(o->pt, va_lo, va_hi, fflags);
     return true;
+}
+
+static bool pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
+                     uint64_t va_lo, bool needed, bool priv, unsigned fflags)
+{
+    return pt_break_keep(o, d, t, lo, hi, va_lo, needed, priv, fflags, 0);
 }
 
 bool mmp_core_pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
@@ -263,6 +272,18 @@ static void size_change_ready(struct pt_op *o, uint64_t lo, uint64_t last, bool 
         mmp_core_pt_sync(o->pt);
 }
 
+/* pt_break() for a change of size or contiguity that keeps every
+ * translation: in place where the format allows (`needed` false), once
+ * no older translation of the slots waits for its flush. */
+static bool size_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
+                       uint64_t va_lo, bool needed, bool priv, unsigned fflags)
+{
+    if (!needed)
+        size_change_ready(o, va_lo, va_lo + (uint64_t)(hi - lo + 1) * slot_size(o->g, d) - 1,
+                          priv);
+    return pt_break(o, d, t, lo, hi, va_lo, needed, priv, fflags);
+}
+
 /* Link a table built privately: its contents first, then the pointer. */
 static void link_table(struct pt_op *o, uint64_t *t, unsigned i, uint64_t pa, bool priv)
 {
@@ -279,10 +300,10 @@ static void link_table(struct pt_op *o, uint64_t *t, unsigned i, uint64_t pa, bo
  * Unmake the contiguous run holding entry i at depth d: its entries lose
  * the contiguous bit and keep their translations (a contiguity change:
  * broken first where the format says so). With skip_i, entry i is left
- * as the break left it, for the caller to write (a split links a table
- * there).
+ * as the break left it (or, not broken, as it was), for the caller to
+ * write (a split links a table there). Returns true when broken.
  */
-static void unfold_run(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uint64_t va_i,
+static bool unfold_run(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uint64_t va_i,
                        bool priv, bool skip_i)
 {
     const struct mmp_pt_geom *g = o->g;
@@ -292,12 +313,33 @@ static void unfold_run(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uin
     uint64_t tm = e & ~g->oa_mask[d] & ~g->cont_bit;
     uint64_t pa_lo = pt_oa(g, d, e) - (uint64_t)(i - lo) * sz;
     uint64_t v = tm | pt_oa_enc(g, pa_lo); /* a run never crosses pt_oa_wrap */
-    pt_break(o, d, t, lo, lo + R - 1, va_lo,
-             pt_needs_bbm(g, d, e, tm | (e & g->oa_mask[d]), PT_CHG_CONT), priv, MMP_FLUSH_LEAF);
+    bool broken = size_break(o, d, t, lo, lo + R - 1, va_lo,
+                             pt_needs_bbm(g, d, e, tm | (e & g->oa_mask[d]), PT_CHG_CONT), priv,
+                             MMP_FLUSH_LEAF);
     for (unsigned k = lo; k < lo + R; k++)
         if (k != i || !skip_i)
             pt_st(&t[k], v + (uint64_t)(k - lo) * sz);
     wrote(o, R - (skip_i ? 1 : 0), priv);
+    return broken;
+}
+
+/*
+ * Entries inside the run holding entry i of the live table t are about to
+ * change, and the format lets the run be unmade in place (FEAT_BBM level
+ * 2): unmake it and flush it now, so no TLB still holds the run when they
+ * change - the same order as a split first (split_begin).
+ */
+static __attribute__((noinline, cold)) void unfold_first(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uint64_t va_i)
+{
+    unfold_run(o, d, t, i, va_i, false, false);
+    o->st->split_flushes++;
+    mmp_core_pt_sync(o->pt);
+}
+
+/* The format's rule for unmaking the live run holding e (at depth d). */
+static bool unfold_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+{
+    return pt_needs_bbm(g, d, e, e & ~g->cont_bit, PT_CHG_CONT);
 }
 
 /* ---- tables an update unlinks ------------------------------------------- */
@@ -344,7 +386,8 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
         c[k] = v + k * csz;
     o->st->entries_written += n;
     uint64_t sz = slot_size(g, d), base = s->va & ~(sz - 1);
-    if (!o->shared && !s->priv && o->kind != OP_UNMAP && !(s->e & g->cont_bit) &&
+    if (!o->shared && !s->priv && o->kind != OP_UNMAP &&
+        (!(s->e & g->cont_bit) || !unfold_needs_bbm(g, d, s->e)) &&
         !pt_needs_bbm(g, d, s->e, 0, PT_CHG_SIZE)) {
         /*
          * Split first, then change: where the format lets a size-only
@@ -353,8 +396,11 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
          * translations is linked at once and its flush issued now, so no
          * TLB still holds the block when entries inside change; every
          * address outside the changed range stays mapped throughout. The
-         * operation then runs in the live table.
+         * operation then runs in the live table. A block in a contiguous
+         * run leaves the run first, the same way.
          */
+        if (s->e & g->cont_bit)
+            unfold_first(o, d, s->t, s->i, base);
         size_change_ready(o, base, base + sz - 1, false);
         link_table(o, s->t, s->i, cpa, false);
         o->st->split_flushes++;
@@ -378,14 +424,13 @@ static void split_end(struct pt_op *o, struct pt_slot *s)
      * second translation to be correct). */
     bool differs = o->kind != OP_UNMAP && o->kind != OP_SPLIT &&
                    o->st->entries_written != s->aux2;
-    if (s->e & g->cont_bit) {
-        unfold_run(o, d, s->t, s->i, base, s->priv, true);
-    } else {
+    /* A block in a contiguous run: the run is unmade first (broken as a
+     * whole where the format says so). Not broken, the block itself is
+     * then replaced like one outside a run. */
+    if (!(s->e & g->cont_bit) || !unfold_run(o, d, s->t, s->i, base, s->priv, true)) {
         unsigned chg = PT_CHG_SIZE | (differs ? PT_CHG_ATTR : 0);
-        bool brk = pt_needs_bbm(g, d, s->e, 0, chg);
-        if (!brk)
-            size_change_ready(o, base, base + sz - 1, s->priv);
-        pt_break(o, d, s->t, s->i, s->i, base, brk, s->priv, MMP_FLUSH_LEAF);
+        size_break(o, d, s->t, s->i, s->i, base, pt_needs_bbm(g, d, s->e, 0, chg), s->priv,
+                   MMP_FLUSH_LEAF);
     }
     link_table(o, s->t, s->i, s->aux, s->priv);
 }
@@ -475,9 +520,9 @@ static void map_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
         if (fb)
             hi = rb;
         if (fa || fb)
-            pt_break(o, d, t, lo, hi, va_a - (uint64_t)(a - lo) * sz,
-                     pt_needs_bbm(g, d, tm, tm | g->cont_bit, PT_CHG_CONT), priv,
-                     MMP_FLUSH_LEAF);
+            size_break(o, d, t, lo, hi, va_a - (uint64_t)(a - lo) * sz,
+                       pt_needs_bbm(g, d, tm, tm | g->cont_bit, PT_CHG_CONT), priv,
+                       MMP_FLUSH_LEAF);
     }
     uint64_t pa = pa_a - (uint64_t)(a - lo) * sz, cont = g->cont_bit;
     /* v: the descriptor for pa, stepping by sz like pa within a segment
@@ -542,10 +587,8 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
     /* Without a break (x86: same translation, and Intel allows a
      * size-only change as one store), a stale walk cache may still walk c
      * until the flush and must find its valid entries: keep c untouched. */
-    bool brk = pt_needs_bbm(g, d, s->e, blk, PT_CHG_SIZE);
-    if (!brk)
-        size_change_ready(o, base, base + sz - 1, priv);
-    bool broken = pt_break(o, d, t, i, i, base, brk, priv, 0);
+    bool broken = size_break(o, d, t, i, i, base, pt_needs_bbm(g, d, s->e, blk, PT_CHG_SIZE),
+                             priv, 0);
     pt_st(&t[i], blk);
     wrote(o, 1, priv);
     if (!broken) /* (a break sent c to the deferred-free list itself) */
@@ -556,9 +599,9 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
         unsigned ra = i & ~(R - 1);
         uint64_t va_ra = base - (uint64_t)(i - ra) * sz;
         if (run_matches(o, d, t, ra, ra + R - 1, va_ra + o->delta, o->tmpl[d])) {
-            pt_break(o, d, t, ra, ra + R - 1, va_ra,
-                     pt_needs_bbm(g, d, blk, blk | g->cont_bit, PT_CHG_CONT), priv,
-                     MMP_FLUSH_LEAF);
+            size_break(o, d, t, ra, ra + R - 1, va_ra,
+                       pt_needs_bbm(g, d, blk, blk | g->cont_bit, PT_CHG_CONT), priv,
+                       MMP_FLUSH_LEAF);
             for (unsigned k = ra; k < ra + R; k++)
                 pt_st(&t[k], o->tmpl[d] | g->cont_bit |
                                  pt_oa_enc(g, va_ra + o->delta + (k - ra) * sz));
@@ -667,7 +710,11 @@ static unsigned chg_one(struct pt_op *o, unsigned d, uint64_t *t, unsigned k, ui
         if ((v & cmp) == (e & cmp))
             v = e;
     }
-    if (broken ? v == 0 : v == e)
+    if (broken && !v) { /* the break counted it; only its kept bits go */
+        pt_st(&t[k], 0);
+        return 0;
+    }
+    if (!broken && v == e)
         return 0;
     pt_st(&t[k], v);
     return 1;
@@ -691,7 +738,7 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
     uint64_t oa = g->oa_mask[d], tmpl = o->tmpl[d], tmask = ~oa & ~cb, keep = oa | cb;
     bool unmap = o->kind == OP_UNMAP, ask = g->bbm && !unmap && !priv;
     unsigned R = g->cont[d] ? 1u << g->cont[d] : 1;
-    uint64_t old[CHUNK];
+    uint64_t was[CHUNK / 64]; /* slots [brk, hi] valid before their break */
     bool tm_bbm = false;
     uint64_t last_tm = ~0ull;
     /* [A, B]: the slots of the runs wholly inside [a, b] */
@@ -705,14 +752,25 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
             /* Only the runs at the chunk's ends can reach outside [a, b]:
              * cut, they are unmade (a contiguity change). */
             uint64_t ex = pt_ld(&t[x]), ey = pt_ld(&t[y]);
+            /* A cut run the format lets be unmade in place (FEAT_BBM
+             * level 2) is, and flushed, first: then only the entries
+             * inside [a, b] change here. */
+            if ((ex & vb) && (ex & cb) && (x & ~(R - 1)) < a && !priv && !unfold_needs_bbm(g, d, ex)) {
+                unfold_first(o, d, t, x, va_a + (uint64_t)(x - a) * sz);
+                ex = pt_ld(&t[x]), ey = pt_ld(&t[y]); /* (one run may hold both ends) */
+            }
+            if ((ey & vb) && (ey & cb) && (y | (R - 1)) > b && !priv && !unfold_needs_bbm(g, d, ey)) {
+                unfold_first(o, d, t, y, va_a + (uint64_t)(y - a) * sz);
+                ey = pt_ld(&t[y]);
+            }
             if ((ex & vb) && (ex & cb)) {
                 lo = x & ~(R - 1);
-                if (lo < a && !priv && pt_needs_bbm(g, d, ex, ex & ~cb, PT_CHG_CONT))
+                if (lo < a && !priv)
                     brk = lo;
             }
             if ((ey & vb) && (ey & cb)) {
                 hi = y | (R - 1);
-                if (hi > b && !priv && pt_needs_bbm(g, d, ey, ey & ~cb, PT_CHG_CONT))
+                if (hi > b && !priv)
                     brk = lo;
             }
             if (brk == y + 1)
@@ -791,12 +849,19 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
         }
         if (brk <= hi) {
             uint64_t va_b = va_a - ((uint64_t)a - brk) * sz;
+            /* No copy of the old entries (stack: a hypervisor's may be one
+             * page): the break keeps their bits but the valid bit, and a
+             * bitmap says which were valid. (Only arm64 breaks here: its
+             * valid bit is one bit, so e & ~vb | vb is e again.) */
+            __builtin_memset(was, 0, sizeof was);
             for (unsigned m = brk; m <= hi; m++)
-                old[m - brk] = pt_ld(&t[m]);
-            pt_break(o, d, t, brk, hi, va_b, true, priv, MMP_FLUSH_LEAF);
+                if (pt_ld(&t[m]) & vb)
+                    was[(m - brk) / 64] |= 1ull << ((m - brk) % 64);
+            pt_break_keep(o, d, t, brk, hi, va_b, true, priv, MMP_FLUSH_LEAF, ~vb);
             n = 0;
             for (unsigned m = brk; m <= hi; m++)
-                n += chg_one(o, d, t, m, old[m - brk], a, b, true);
+                if (was[(m - brk) / 64] & (1ull << ((m - brk) % 64)))
+                    n += chg_one(o, d, t, m, pt_ld(&t[m]) | vb, a, b, true);
             wrote(o, n, priv);
         }
         if (y == b)
@@ -902,7 +967,7 @@ static const struct pt_visitor chg_prep_visitor = {
  * Many writers at once (include/mmport/pt.h, MMP_PT_SHARED): the same
  * walker, reserve and primitives as above, with one rule that makes a
  * call failure-atomic on a tree that changes under it: a call changes ONE
- * leaf slot (the unit, at depth o->ud), so its walk makes exactly one
+ * leaf slot (the unit, at depth o->sh->ud), so its walk makes exactly one
  * change other threads can see first - the publication: the unit's entry,
  * or the link of the private subtree the call built (new tables, a split
  * block) where its path left the live tree. Everything before it reads
@@ -920,14 +985,25 @@ static const struct pt_visitor chg_prep_visitor = {
 #define PT_RESTART (-4096) /* internal: the tree changed under the commit */
 #define SH_TRIES 8
 
-/* Lock entries [lo, hi] of the live table t (their old values go to
- * o->lk); entry `at` must still be `want` (the value the caller decided
- * on). On a conflict the ones taken are restored: -EAGAIN (one was
- * locked) or PT_RESTART (one changed). */
+/*
+ * Lock entries [lo, hi] of the live table t; entry `at` must still be
+ * `want` (the value the caller decided on; at = ~0u: none). On a conflict
+ * the ones taken are restored: -EAGAIN (one was locked) or PT_RESTART (one
+ * changed). The old values are not copied (stack: a 128-entry run would
+ * take 1 KiB): a locked entry keeps every bit but the valid ones, so
+ * pt_lk_old() gives it back; lk0 keeps the first, and a lock of more than
+ * one entry (a contiguous run: arm64, whose valid bit is one bit) takes
+ * valid entries only.
+ */
+static uint64_t pt_lk_old(const struct pt_op *o, const uint64_t *t, unsigned lo, unsigned k)
+{
+    return k == lo ? o->sh->lk0 : (pt_ld(&t[k]) & ~o->g->lock_bit) | o->g->valid_bit;
+}
+
 static void pt_unlock(struct pt_op *o, uint64_t *t, unsigned lo, unsigned end)
 {
     for (unsigned k = lo; k < end; k++)
-        pt_st_release(&t[k], o->lk[k - lo]);
+        pt_st_release(&t[k], pt_lk_old(o, t, lo, k));
 }
 
 static int pt_lock(struct pt_op *o, uint64_t *t, unsigned lo, unsigned hi, unsigned at,
@@ -939,13 +1015,15 @@ static int pt_lock(struct pt_op *o, uint64_t *t, unsigned lo, unsigned hi, unsig
         int rc = 0;
         if (pt_locked(g, e))
             rc = -MMP_EAGAIN;
-        else if ((k == at && e != want) || pt_cas(&t[k], e, pt_lockval(g, e)) != e)
+        else if ((k == at && e != want) || (hi > lo && !(e & g->valid_bit)) ||
+                 pt_cas(&t[k], e, pt_lockval(g, e)) != e)
             rc = PT_RESTART;
         if (rc) {
             pt_unlock(o, t, lo, k);
             return rc;
         }
-        o->lk[k - lo] = e;
+        if (k == lo)
+            o->sh->lk0 = e;
     }
     o->st->entries_written += hi - lo + 1;
     return 0;
@@ -959,9 +1037,9 @@ static int sh_lost(const struct pt_op *o, uint64_t found)
 
 static void sh_retire(struct pt_op *o, void *va, uint64_t pa)
 {
-    o->ret[o->nret].va = va; /* at most one per depth and call */
-    o->ret[o->nret].pa = pa;
-    o->nret++;
+    o->sh->ret[o->sh->nret].va = va; /* at most one per depth and call */
+    o->sh->ret[o->sh->nret].pa = pa;
+    o->sh->nret++;
 }
 
 static void give_back(void *arg, void *va, uint64_t pa)
@@ -990,7 +1068,7 @@ static int sh_change(struct pt_op *o, uint64_t *t, unsigned d, unsigned i, uint6
             if (f != e)
                 return sh_lost(o, f);
             o->st->entries_written++;
-            o->bar = true;
+            o->sh->bar = true;
             if (e & g->valid_bit)
                 sh_flush_add(o, va_i, va_i + sz - 1, fflags);
             return 0;
@@ -1006,16 +1084,19 @@ static int sh_change(struct pt_op *o, uint64_t *t, unsigned d, unsigned i, uint6
     int rc = pt_lock(o, t, lo, lo + R - 1, i, e);
     if (rc)
         return rc;
-    for (unsigned k = 0; k < R; k++)
-        if (o->lk[k] != o->lk[0] + k * sz || !(o->lk[k] & cb)) {
+    for (unsigned k = 0; k < R; k++) {
+        uint64_t x = pt_lk_old(o, t, lo, lo + k);
+        if (x != o->sh->lk0 + k * sz || !(x & cb)) {
             pt_unlock(o, t, lo, lo + R);
             return PT_RESTART; /* not the run the caller saw */
         }
-    needed |= pt_needs_bbm(g, d, e, e & ~cb, PT_CHG_CONT);
+    }
+    /* the run unmade while entry i changes: not a change of size alone */
+    needed |= pt_needs_bbm(g, d, e, v, PT_CHG_CONT | PT_CHG_ATTR);
     pt_break(o, d, t, lo, lo + R - 1, va_i - (uint64_t)(i - lo) * sz, needed, false, fflags);
     for (unsigned k = 0; k < R; k++)
-        pt_st_release(&t[lo + k], lo + k == i ? v : o->lk[k] & ~cb);
-    o->bar = true;
+        pt_st_release(&t[lo + k], lo + k == i ? v : pt_lk_old(o, t, lo, lo + k) & ~cb);
+    o->sh->bar = true;
     return 0;
 }
 
@@ -1033,18 +1114,18 @@ static void sh_fold_run(struct pt_op *o, uint64_t *t, unsigned d, unsigned i, ui
     uint64_t va_ra = va_i - (uint64_t)(i - ra) * sz, pa_ra = va_ra + o->delta;
     if (!run_matches(o, d, t, ra, ra + R - 1, pa_ra, o->tmpl[d]))
         return;
-    if (pt_lock(o, t, ra, ra + R - 1, R, 0))
+    if (pt_lock(o, t, ra, ra + R - 1, ~0u, 0))
         return;
     for (unsigned k = 0; k < R; k++)
-        if (!leaf_is(g, d, o->lk[k], pa_ra + k * sz, o->tmpl[d])) {
+        if (!leaf_is(g, d, pt_lk_old(o, t, ra, ra + k), pa_ra + k * sz, o->tmpl[d])) {
             pt_unlock(o, t, ra, ra + R);
             return;
         }
     pt_break(o, d, t, ra, ra + R - 1, va_ra,
-             pt_needs_bbm(g, d, o->lk[0], o->lk[0] | cb, PT_CHG_CONT), false, MMP_FLUSH_LEAF);
+             pt_needs_bbm(g, d, o->sh->lk0, o->sh->lk0 | cb, PT_CHG_CONT), false, MMP_FLUSH_LEAF);
     for (unsigned k = 0; k < R; k++)
-        pt_st_release(&t[ra + k], o->lk[k] | cb);
-    o->bar = true;
+        pt_st_release(&t[ra + k], pt_lk_old(o, t, ra, ra + k) | cb);
+    o->sh->bar = true;
 }
 
 /*
@@ -1125,7 +1206,7 @@ PT_VISITOR int sh_entry(void *ctx, struct pt_slot *s)
     struct pt_op *o = (struct pt_op *)ctx;
     bool map = o->kind == OP_MAP;
     s->tag = T_NONE;
-    if (s->d == o->ud) { /* the unit, a block-sized slot */
+    if (s->d == o->sh->ud) { /* the unit, a block-sized slot */
         s->span_last = s->last;
         return PT_SPAN;
     }
@@ -1144,7 +1225,7 @@ PT_VISITOR int sh_entry(void *ctx, struct pt_slot *s)
     return s->kind == PT_LEAF ? split_begin(o, s) : new_begin(o, s);
 }
 
-/* The unit: slot s->i of s->t at depth o->ud. */
+/* The unit: slot s->i of s->t at depth o->sh->ud. */
 PT_VISITOR int sh_span(void *ctx, struct pt_slot *s)
 {
     struct pt_op *o = (struct pt_op *)ctx;
@@ -1242,7 +1323,7 @@ PT_VISITOR int sh_post(void *ctx, struct pt_slot *s)
         pt_for_each_table(o->pt, s->d + 1, c, give_back, o);
         give_back(o, c, s->aux);
     }
-    o->ntk = 0; /* linked, or given back */
+    o->sh->ntk = 0; /* linked, or given back */
     return rc;
 }
 
@@ -1260,7 +1341,7 @@ static int sh_unit(struct pt_op *o, uint64_t va, uint64_t last)
         bool ok = o->kind == OP_MAP ? leaf_fits(o, d) || d + 1 == g->nlev : g->leaf_ok[d];
         if (!ok || (o->kind == OP_MAP && (o->delta & (sz - 1))))
             break;
-        o->ud = d;
+        o->sh->ud = d;
         return 0;
     }
     return -MMP_ENOTSUP;
@@ -1277,11 +1358,11 @@ static void sh_count(uint64_t *c, uint64_t n)
 static void sh_end(struct pt_op *o)
 {
     struct pt *pt = o->pt;
-    if (o->fl || o->bar)
-        mmp_core_pt_emit(pt, o->st, o->fl, o->fl_lo, o->fl_last, o->fl_flags);
-    for (unsigned k = 0; k < o->nret; k++) {
-        void *va = o->ret[k].va;
-        uint64_t pa = o->ret[k].pa;
+    if (o->sh->fl || o->sh->bar)
+        mmp_core_pt_emit(pt, o->st, o->sh->fl, o->sh->fl_lo, o->sh->fl_last, o->sh->fl_flags);
+    for (unsigned k = 0; k < o->sh->nret; k++) {
+        void *va = o->sh->ret[k].va;
+        uint64_t pa = o->sh->ret[k].pa;
         o->st->table_pages--;
         if (pt->ops.retire_table)
             pt->ops.retire_table(pt->ops.ctx, va, pa, gran(o->g));
@@ -1299,6 +1380,10 @@ static inline __attribute__((always_inline)) int pt_run_shared(struct pt_op *o, 
                                                                uint64_t last, unsigned nlev)
 {
     struct pt *pt = o->pt;
+    struct pt_sh sh;
+    __builtin_memset(&sh, 0, __builtin_offsetof(struct pt_sh, fl_lo)); /* not the scratch */
+    o->sh = &sh;
+    o->st = &sh.lst;
     int rc = sh_unit(o, va, last);
     if (rc)
         return rc;
@@ -1313,9 +1398,9 @@ static inline __attribute__((always_inline)) int pt_run_shared(struct pt_op *o, 
         /* A walk that stopped before its publication (-ENOMEM, -EEXIST,
          * the tree changed under it) may hold private tables, none linked
          * to another yet. */
-        while (o->ntk) {
-            o->ntk--;
-            give_back(o, o->tk[o->ntk].va, o->tk[o->ntk].pa);
+        while (o->sh->ntk) {
+            o->sh->ntk--;
+            give_back(o, o->sh->tk[o->sh->ntk].va, o->sh->tk[o->sh->ntk].pa);
         }
     }
     if (epoch)
@@ -1331,8 +1416,6 @@ static inline __attribute__((always_inline)) int pt_run(struct pt_op *o, uint64_
                                                         uint64_t last, unsigned nlev)
 {
     struct pt *pt = o->pt;
-    if (o->shared)
-        return pt_run_shared(o, va, last, nlev);
     o->prep = true;
     o->need = 0;
     int rc = o->kind == OP_MAP ? pt_walk(&map_visitor, o, pt, nlev, 0, pt->root, false, va, last)
@@ -1362,18 +1445,35 @@ static inline __attribute__((always_inline)) int pt_run(struct pt_op *o, uint64_
     return 0;
 }
 
-/* The instances: one per depth, and the generic one. */
+/* The instances: one per depth, and the generic one. The shared runner
+ * is a function of its own, so exclusive calls do not carry its frame
+ * (stack: every call stays within 2 KiB, tests/test_pt_stack.c). */
 #define PT_DEPTHS(X) X(2) X(3) X(4) X(5)
 
 #define PT_INSTANCE(n)                                                         \
+    static __attribute__((noinline)) int pt_run_sh_##n(struct pt_op *o, uint64_t va, \
+                                                       uint64_t last)          \
+    {                                                                          \
+        return pt_run_shared(o, va, last, n);                                  \
+    }                                                                          \
     static int pt_run_##n(struct pt_op *o, uint64_t va, uint64_t last)         \
     {                                                                          \
+        if (o->shared)                                                         \
+            return pt_run_sh_##n(o, va, last);                                 \
         return pt_run(o, va, last, n);                                         \
     }
 PT_DEPTHS(PT_INSTANCE)
 
+static __attribute__((noinline)) int pt_run_sh_generic(struct pt_op *o, uint64_t va,
+                                                       uint64_t last)
+{
+    return pt_run_shared(o, va, last, o->g->nlev);
+}
+
 static int pt_run_generic(struct pt_op *o, uint64_t va, uint64_t last)
 {
+    if (o->shared)
+        return pt_run_sh_generic(o, va, last);
     return pt_run(o, va, last, o->g->nlev);
 }
 

@@ -46,7 +46,7 @@ struct mmp_pt_geom {
     uint64_t tbl_tmpl;              /* table descriptor without its address */
     uint64_t cont_bit;              /* the contiguous bit, 0 if the format has none */
     uint64_t ign_mask;              /* bits hardware may change (x86 A/D): ignored */
-    uint32_t fmt_flags;             /* create-time capabilities the format keeps (EPT) */
+    uint32_t fmt_flags;             /* create-time capabilities the format keeps (EPT; arm64 BBML2) */
     /*
      * Output-address bits not stored in place (Arm ARM D8.3.1: FEAT_LPA2
      * keeps OA[51:50] in descriptor bits 9:8, FEAT_LPA with 64K OA[51:48]

@@ -18,24 +18,11 @@ enum { OP_MAP, OP_UNMAP, OP_PROT, OP_SPLIT };
  * of every contiguous run length (at most 128), so runs never straddle. */
 #define CHUNK 128u
 
-struct pt_op {
-    struct pt *pt;
-    const struct mmp_pt_geom *g;
-    int kind;
-    unsigned flags;
-    uint32_t attrs;
-    bool prep;      /* prepare pass: count tables, find -EEXIST, change nothing */
-    long need;      /* prepare: table pages the commit will take */
-    uint64_t delta; /* map: pa - va (mod 2^64) */
-    uint64_t tmpl[MMP_PT_MAXLEV];
-    void *res; /* reserved table pages, linked through entries 0/1 */
-    uint64_t res_pa;
-    uint64_t nres;
-    struct mmp_pt_stats *st; /* &pt->st, or &lst in shared mode */
-    bool shared;
-    /* Shared mode (MMP_PT_SHARED) only, from here on (not cleared for
-     * exclusive calls): the call's own batch, merged into the table's at
-     * its end; no field of struct pt is written meanwhile. */
+/* Shared mode (MMP_PT_SHARED) only: the call's own batch, merged into
+ * the table's at its end (no field of struct pt is written meanwhile). It
+ * lives in the shared runner's frame, so exclusive calls do not carry it
+ * on their stack. */
+struct pt_sh {
     bool bar;          /* a barrier is owed */
     bool fl;           /* a flush of [fl_lo, fl_last] is owed */
     unsigned ud;       /* depth of the one leaf slot the call changes */
@@ -49,7 +36,25 @@ struct pt_op {
         void *va;
         uint64_t pa;
     } tk[MMP_PT_MAXLEV], ret[MMP_PT_MAXLEV + 1];
-    uint64_t lk[CHUNK]; /* old values of the entries pt_lock() holds */
+    uint64_t lk0; /* old value of the first entry pt_lock() holds */
+};
+
+struct pt_op {
+    struct pt *pt;
+    const struct mmp_pt_geom *g;
+    int kind;
+    unsigned flags;
+    uint32_t attrs;
+    bool prep;      /* prepare pass: count tables, find -EEXIST, change nothing */
+    long need;      /* prepare: table pages the commit will take */
+    uint64_t delta; /* map: pa - va (mod 2^64) */
+    uint64_t tmpl[MMP_PT_MAXLEV];
+    void *res; /* reserved table pages, linked through entries 0/1 */
+    uint64_t res_pa;
+    uint64_t nres;
+    struct mmp_pt_stats *st; /* &pt->st, or &sh->lst in shared mode */
+    bool shared;
+    struct pt_sh *sh; /* shared mode: set by the shared runner */
 };
 
 /* The engine instance of a table (core/pt_engine.c): prepare, reserve,

@@ -380,6 +380,8 @@ int mmp_pt_test_clear_young(struct mmp_pt *p, uint64_t va, uint64_t size, uint64
     return bitmap_pass(p, va, size, bitmap, count, true);
 }
 
+static int arm(struct pt *pt, uint64_t lo, uint64_t hi);
+
 /* Split, then arm, [lo, hi]. */
 static int start_chunk(struct pt *pt, uint64_t lo, uint64_t hi)
 {
@@ -391,8 +393,14 @@ static int start_chunk(struct pt *pt, uint64_t lo, uint64_t hi)
     o.st = &pt->st;
     o.kind = OP_SPLIT;
     int rc = mmp_core_pt_run(&o, lo, hi);
-    if (rc)
-        return rc;
+    return rc ? rc : arm(pt, lo, hi);
+}
+
+/* Arm [lo, hi] (a function of its own: its frame and the split's are not
+ * on the stack at once). */
+static __attribute__((noinline)) int arm(struct pt *pt, uint64_t lo, uint64_t hi)
+{
+    const struct mmp_pt_geom *g = &pt->g;
     struct trk w;
     __builtin_memset(&w, 0, sizeof w);
     if (g->trk_d) {
@@ -400,7 +408,7 @@ static int start_chunk(struct pt *pt, uint64_t lo, uint64_t hi)
     } else {
         t_protect(g, &w, g->trk_w, g->trk_w_on, g->trk_m);
     }
-    rc = trk_run(&w, pt, lo, hi);
+    int rc = trk_run(&w, pt, lo, hi);
     /* flushed before start returns, lazy section or not: a write through a
      * TLB entry still writable (or caching D = 1) after it would be lost */
     pass_end(pt);
@@ -521,6 +529,23 @@ static void fold(struct mmp_pt *p, uint64_t lo, uint64_t hi)
     }
 }
 
+/* Software marks off (a function of its own: its frame is not on the
+ * stack while the folds below map). */
+static __attribute__((noinline)) int unmark(struct pt *pt, uint64_t va, uint64_t last)
+{
+    const struct mmp_pt_geom *g = &pt->g;
+    struct trk w;
+    __builtin_memset(&w, 0, sizeof w);
+    /* marked -> unmarked, writable and accessed: the state map gives a
+     * leaf here (A/AF preset), which folding back needs */
+    w.chk = w.val = g->trk_m;
+    w.clr = g->trk_m | g->trk_w;
+    w.set = g->trk_w_on | g->trk_a;
+    int rc = trk_run(&w, pt, va, last);
+    mmp_core_pt_call_end(pt);
+    return rc;
+}
+
 int mmp_pt_track_stop(struct mmp_pt *p, uint64_t va, uint64_t size)
 {
     uint64_t last;
@@ -529,19 +554,8 @@ int mmp_pt_track_stop(struct mmp_pt *p, uint64_t va, uint64_t size)
         return rc;
     struct pt *pt = pt_of(p);
     const struct mmp_pt_geom *g = &pt->g;
-    if (!g->trk_hw) {
-        struct trk w;
-        __builtin_memset(&w, 0, sizeof w);
-        /* marked -> unmarked, writable and accessed: the state map gives a
-         * leaf here (A/AF preset), which folding back needs */
-        w.chk = w.val = g->trk_m;
-        w.clr = g->trk_m | g->trk_w;
-        w.set = g->trk_w_on | g->trk_a;
-        rc = trk_run(&w, pt, va, last);
-        mmp_core_pt_call_end(pt);
-        if (rc)
-            return rc;
-    }
+    if (!g->trk_hw && (rc = unmark(pt, va, last)) != 0)
+        return rc;
     if ((pt->cfg_flags & MMP_PT_NO_FOLD) || g->nlev < 2)
         return 0;
     /* One last-level table's span at a time (its table may be folded away). */

@@ -7,10 +7,7 @@
 
 static int op_init(struct pt_op *o, struct mmp_pt *p, int kind, uint32_t attrs)
 {
-    /* The shared-mode part (from bar) is cleared for shared calls only,
-     * and its scratch (from fl_lo) never: exclusive calls pay for what
-     * they use. */
-    __builtin_memset(o, 0, __builtin_offsetof(struct pt_op, bar));
+    __builtin_memset(o, 0, sizeof *o);
     struct pt *pt = pt_of(p);
     o->pt = pt;
     o->g = &pt->g;
@@ -18,11 +15,6 @@ static int op_init(struct pt_op *o, struct mmp_pt *p, int kind, uint32_t attrs)
     o->attrs = attrs;
     o->shared = (pt->cfg_flags & MMP_PT_SHARED) != 0;
     o->st = &pt->st;
-    if (o->shared) {
-        __builtin_memset(&o->bar, 0,
-                         __builtin_offsetof(struct pt_op, fl_lo) - __builtin_offsetof(struct pt_op, bar));
-        o->st = &o->lst;
-    }
     if (pt->cfg_flags & MMP_PT_NO_BLOCKS)
         o->flags |= OPF_NOBLOCK;
     if (pt->cfg_flags & MMP_PT_NO_CONT)

@@ -189,7 +189,7 @@ pt_walk(const struct pt_visitor *v, void *ctx, const struct pt *pt, unsigned nle
         uint64_t *t0, bool priv0, uint64_t va, uint64_t last)
 {
     const struct mmp_pt_geom *g = &pt->g;
-    struct pt_slot f[MMP_PT_MAXLEV + 1];
+    struct pt_slot f[MMP_PT_MAXLEV]; /* (pt_descend() writes s[1] below the last level only) */
     struct pt_slot *s = &f[d0], *top = s;
     uint64_t ntab = 0; /* tables entered */
     s->t = t0;

@@ -672,12 +672,36 @@ START_TEST(shared_commit_meets_changed_tree)
 }
 END_TEST
 
+/* A shared map that completes a contiguous run folds it, wherever the run
+ * sits in its table: every run of one last-level table (the second one,
+ * at index 16, used to be compared against the wrong entry and left
+ * unfolded). */
+START_TEST(shared_fold_every_run)
+{
+    struct mmp_pt_config c = {MMP_PT_ARM64_S2, 4096, 40, 0, MMP_PT_SHARED, 0, 0, 0};
+    struct mmp_pt *p;
+    ck_assert_int_eq(mmp_pt_create(&p, &c, NULL), 0);
+    uint64_t va = 1ull << 30, G = 4096;
+    for (uint64_t k = 0; k < 64; k++)
+        ck_assert_int_eq(mmp_pt_map(p, va + k * G, va + k * G, G, MMP_PROT_READ, 0), 0);
+    for (uint64_t r = 0; r < 4; r++) {
+        struct mmp_pt_leaf l;
+        ck_assert_int_eq(mmp_pt_lookup(p, va + r * 16 * G, &l), 0);
+        ck_assert_msg(l.kind == MMP_LEAF_CONT, "run %llu (slots %llu..%llu) not folded",
+                      (unsigned long long)r, (unsigned long long)r * 16,
+                      (unsigned long long)r * 16 + 15);
+    }
+    mmp_pt_destroy(p);
+}
+END_TEST
+
 Suite *mmp_suite_pt_shared(void)
 {
     Suite *s = suite_create("pt_shared");
     MMP_ADD(s, shared_locked_entry_arm64_s2);
     MMP_ADD(s, shared_locked_entry_ept);
     MMP_ADD(s, shared_commit_meets_changed_tree);
+    MMP_ADD(s, shared_fold_every_run);
     MMP_ADD(s, shared_enomem_each_point_arm64_s2);
     MMP_ADD(s, shared_enomem_each_point_ept);
     MMP_ADD(s, shared_stress_arm64_s2);

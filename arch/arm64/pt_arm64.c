@@ -123,6 +123,7 @@ static int arm64_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, bo
     g->sign_extend = 0;
     g->bbm = 1;
     g->one_range = (cfg->flags & MMP_PT_EL2) != 0;
+    g->fmt_flags = cfg->flags & MMP_PT_BBML2; /* arm64_needs_bbm() */
     g->valid_bit = A_VALID;
     /* Locked entries (shared mode): bit 58, one of bits [58:55] that valid
      * descriptors reserve for software, and ignored with bit 0 clear (Arm
@@ -348,12 +349,16 @@ static uint64_t arm64_child(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
  * entry and the new global one could both hit in a TLB, a conflict
  * (Linux's pgattr_change_is_safe() refuses that transition as well).
  * Global to non-global is safe.
+ * With FEAT_BBM level 2 and no conflict aborts (MMP_PT_BBML2, D8.16
+ * "Support levels for changing block size"), a change of block size or
+ * contiguity alone, every translation kept, needs no break; with the
+ * output address or attributes changing too it still does.
  */
 static bool arm64_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_t old, uint64_t nw,
                             unsigned chg)
 {
     if (chg & (PT_CHG_SIZE | PT_CHG_CONT | PT_CHG_OA))
-        return true;
+        return !(g->fmt_flags & MMP_PT_BBML2) || (chg & (PT_CHG_OA | PT_CHG_ATTR));
     uint32_t a = g->fmt->attrs(g, d, old), b = g->fmt->attrs(g, d, nw);
     return ((a ^ b) & MMP_MEM_MASK) != 0 || (b & ~a & MMP_PROT_GLOBAL) != 0;
 }

@@ -62,6 +62,7 @@ int mmp_core_x86_pt_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg
     g->pa_bits = (uint8_t)pa_bits;
     g->sign_extend = !physical;
     g->bbm = 0;
+    g->fmt_flags = cfg->flags & MMP_PT_X86_SIZE_BBM; /* (checked by mmp_pt_init) */
     g->valid_bit = valid;
     /* Locked entries (shared mode): bit 11, ignored in every x86-64, NPT and
      * EPT entry mmport writes (Intel SDM vol. 3A 4.5 tables 4-15..4-20,
@@ -227,15 +228,20 @@ static bool x86_reserved(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
  * or the attributes must go not-present, flush, write (Intel SDM vol. 3A
  * 4.10.2.3, TLB note 317080): otherwise both translations could be cached
  * at once. A size-only change (split or fold keeping every translation)
- * may be one store with a later flush.
+ * may be one store with a later flush - except on AMD family 10h parts,
+ * where it may form two TLB entries for one address and machine-check
+ * (erratum 383, Revision Guide for AMD Family 10h Processors 41322: change
+ * page sizes only after invalidating and flushing the entry): the caller
+ * says so with MMP_PT_X86_SIZE_BBM.
  */
 bool mmp_core_x86_pt_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_t old, uint64_t nw,
                                unsigned chg)
 {
-    (void)g;
     (void)d;
     (void)old;
     (void)nw;
+    if (g->fmt_flags & MMP_PT_X86_SIZE_BBM)
+        return (chg & PT_CHG_SIZE) != 0;
     return (chg & PT_CHG_SIZE) && (chg & (PT_CHG_OA | PT_CHG_ATTR));
 }
 

@@ -127,6 +127,36 @@ enum mmp_pt_config_flag {
      */
     MMP_PT_S2FWB = 1u << 12,
     /**
+     * arm64: the caller declares that every CPU that walks the table
+     * implements FEAT_BBM level 2 (ID_AA64MMFR2_EL1.BBM = 2) and raises no
+     * TLB conflict abort when only the size of a translation changes (what
+     * Linux gates with system_supports_bbml2_noabort(): an allow-list of
+     * cores, since the level alone does not promise it). A change of block
+     * size alone - a block split into a table of its own translations, a
+     * contiguous run unmade or made, a table folded into a block - is then
+     * written in place and flushed (Arm ARM D8.16, "Support levels for
+     * changing block size"): a one-page protect or unmap inside a block
+     * links the split table first, flushes, then changes the one entry, and
+     * no other address of the block is ever unmapped. Without it such a
+     * change breaks (invalid, flush, write) the one block or contiguous run
+     * being split. A change of size together with the output address or
+     * attributes breaks either way. -EINVAL for the x86 formats.
+     */
+    MMP_PT_BBML2 = 1u << 13,
+    /**
+     * x86-64 and NPT: every change of page size breaks first (not present,
+     * flush, then the new entry), for AMD family 10h processors (erratum
+     * 383, Revision Guide for AMD Family 10h Processors, 41322: a page-size
+     * change of a valid entry can leave two TLB entries for one address and
+     * an L1 TLB multimatch machine check; the workaround is to change page
+     * sizes only after the entry was invalidated and flushed). A split then
+     * takes the block being split away until its flush, as arm64 without
+     * MMP_PT_BBML2 does. Without it a size-only change is one store (Intel
+     * SDM vol. 3A 4.10.2.3 allows either size to be used until the flush),
+     * as Linux's own page-attribute splits do. -EINVAL for other formats.
+     */
+    MMP_PT_X86_SIZE_BBM = 1u << 14,
+    /**
      * Hardware dirty and access tracking (include/mmport/track.h): leaves
      * are mapped with the state the MMU updates left clear or clean - x86
      * and NPT A and D clear; EPT A and D clear (needs MMP_PT_EPT_AD, else
@@ -429,7 +459,8 @@ struct mmp_pt {
  * @p ops NULL means the built-in allocator (hosted builds only: heap pages,
  * pa == va, no-op flush); a freestanding build returns -EINVAL for NULL.
  * Errors: -EINVAL (NULL pt/cfg, unknown format or config flag, an EPT
- * flag on another format, bad granule, va_bits or pa_bits out of the
+ * flag on another format, MMP_PT_BBML2 on an x86 format,
+ * MMP_PT_X86_SIZE_BBM on EPT or arm64, bad granule, va_bits or pa_bits out of the
  * format's range or a 52-bit combination the architecture lacks,
  * flush_ranges > 8, max_leaf not a power of two >= the granule, ops
  * without alloc_table/free_table); -ENOTSUP (granule and level
