@@ -704,6 +704,11 @@ static unsigned chg_one(struct pt_op *o, unsigned d, uint64_t *t, unsigned k, ui
         v = e & ~cb;
     } else if (o->kind == OP_UNMAP) {
         v = 0;
+    } else if (pt_bad(g, d, e)) {
+        o->eio = true; /* corrupted: left as it was (broken: put back) */
+        if (broken)
+            pt_st(&t[k], e);
+        return 0;
     } else {
         bool cut = (e & cb) && ((k & ~(R - 1)) < a || (k | (R - 1)) > b);
         v = (e & (g->oa_mask[d] | (cut ? 0 : cb))) | o->tmpl[d];
@@ -812,6 +817,8 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
                     uint64_t v = unmap ? 0 : (e & keep) | tmpl;
                     if (ask ? (e & tmask) != last_tm || tm_bbm : !(e & vb))
                         break;
+                    if (!unmap && pt_bad(g, d, e))
+                        break; /* chg_one leaves it */
                     chain = false;
                     if (unmap || ((v ^ e) & cmp)) {
                         pt_st(&t[k], v);
@@ -896,6 +903,11 @@ PT_VISITOR int chg_entry(void *ctx, struct pt_slot *s)
             drop_table(o, s);
             return PT_SKIP;
         }
+        /* A whole table protect rewrites needs nothing: its entries are
+         * checked as the commit reaches them (chg_one; a second pass over
+         * every leaf would double protect's cost, docs/pagetables.md). */
+        if (s->full && o->prep && o->kind == OP_PROT)
+            return PT_SKIP;
         s->tag = T_TABLE;
         return pt_descend(s, pt_child(o->pt, s->e), PT_TABLE, s->priv);
     }
@@ -1437,12 +1449,15 @@ static inline __attribute__((always_inline)) int pt_run(struct pt_op *o, uint64_
     if (o->kind == OP_MAP && pt_pending_in(pt, va, last))
         mmp_core_pt_sync(pt);
     if (o->kind == OP_MAP)
-        pt_walk(&map_visitor, o, pt, nlev, 0, pt->root, false, va, last);
+        rc = pt_walk(&map_visitor, o, pt, nlev, 0, pt->root, false, va, last);
     else
-        pt_walk(&chg_visitor, o, pt, nlev, 0, pt->root, false, va, last);
-    unreserve(o); /* empty: the commit took what the prepare counted */
+        rc = pt_walk(&chg_visitor, o, pt, nlev, 0, pt->root, false, va, last);
+    /* Empty: the commit took what the prepare counted - unless a protect
+     * met a corrupted entry in a whole table its prepare did not read
+     * (-EIO; what it changed before is flushed as usual). */
+    unreserve(o);
     mmp_core_pt_call_end(pt);
-    return 0;
+    return rc < 0 ? rc : o->eio ? -MMP_EIO : 0;
 }
 
 /* The instances: one per depth, and the generic one. The shared runner

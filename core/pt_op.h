@@ -46,6 +46,7 @@ struct pt_op {
     unsigned flags;
     uint32_t attrs;
     bool prep;      /* prepare pass: count tables, find -EEXIST, change nothing */
+    bool eio;       /* protect's commit met a reserved entry and left it as it was */
     long need;      /* prepare: table pages the commit will take */
     uint64_t delta; /* map: pa - va (mod 2^64) */
     uint64_t tmpl[MMP_PT_MAXLEV];

@@ -380,6 +380,47 @@ START_TEST(eio_is_linux_value)
 }
 END_TEST
 
+/*
+ * A protect over whole tables does not read their leaves twice (its
+ * prepare pass skips them: protect at map speed); a reserved leaf there
+ * is met by the commit, which leaves it as it was, changes the rest and
+ * returns -EIO. Formats: an arm64 level-3 0b01, an x86 leaf address bit
+ * above pa_bits, an EPT write-only leaf.
+ */
+START_TEST(protect_whole_table_leaves_a_reserved_leaf)
+{
+    static const struct {
+        struct mmp_pt_config c;
+        uint64_t amask, flip_set, flip_clear;
+    } cases[] = {
+        {{MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0, 0}, ARM_A, 0, 2},
+        {{MMP_PT_X86_64, 4096, 48, 40, 0, 0, 0, 0}, X86_A, 1ull << 45, 0},
+        {{MMP_PT_X86_EPT, 4096, 48, 0, 0, 0, 0, 0}, X86_A, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct renv *e = renv_new(&cases[i].c);
+        ck_assert_int_eq(mmp_pt_map(&e->pt, 0, G1, M2, RW, MMP_MAP_NO_BLOCK | MMP_MAP_NO_CONT), 0);
+        uint64_t *p = slot_at(e, 4, cases[i].amask, 100 * G4K, 3);
+        uint64_t bad = (*p | cases[i].flip_set) & ~cases[i].flip_clear;
+        *p = bad;
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, 0, M2, RO), -MMP_EIO);
+        ck_assert_uint_eq(*p, bad);
+        struct mmp_pt_leaf l;
+        for (uint64_t k = 0; k < 512; k++) {
+            if (k == 100)
+                continue;
+            ck_assert_int_eq(mmp_pt_lookup(&e->pt, k * G4K, &l), 0);
+            ck_assert_uint_eq(l.attrs & MMP_PROT_WRITE, 0);
+            ck_assert_uint_eq(l.pa, G1 + k * G4K);
+        }
+        ck_assert_int_eq(mmp_pt_lookup(&e->pt, 100 * G4K, &l), -MMP_EIO);
+        *p = 0;
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, 0, M2, RW), 0);
+        renv_free(e);
+    }
+}
+END_TEST
+
 Suite *mmp_suite_pt_robust(void)
 {
     Suite *s = suite_create("pt_robust");
@@ -394,5 +435,6 @@ Suite *mmp_suite_pt_robust(void)
     MMP_ADD(s, init_over_live_is_ebusy);
     MMP_ADD(s, calls_without_a_live_table);
     MMP_ADD(s, eio_is_linux_value);
+    MMP_ADD(s, protect_whole_table_leaves_a_reserved_leaf);
     return s;
 }
