@@ -86,7 +86,49 @@ int mmp_pt_unmap(struct mmp_pt *p, uint64_t va, uint64_t size)
     return run_range(p, va, size, OP_UNMAP, 0);
 }
 
+/* The output ranges of the leaves a protect makes executable, coalesced:
+ * their instruction-cache lines go before the guest may execute them. */
+struct exec_maint {
+    const struct pt *pt;
+    uint64_t pa, size;
+};
+
+static void exec_maint_emit(struct exec_maint *m)
+{
+    if (m->size)
+        m->pt->ops.icache_inval_pou(m->pt->ops.ctx, m->pa, m->size);
+    m->size = 0;
+}
+
+static int exec_maint_leaf(void *arg, const struct mmp_pt_leaf *l)
+{
+    struct exec_maint *m = (struct exec_maint *)arg;
+    if (l->attrs & MMP_PROT_EXEC)
+        return 0; /* executable already: its lines were invalidated then */
+    if (m->size && m->pa + m->size == l->pa) {
+        m->size += l->size;
+        return 0;
+    }
+    exec_maint_emit(m);
+    m->pa = l->pa, m->size = l->size;
+    return 0;
+}
+
 int mmp_pt_protect(struct mmp_pt *p, uint64_t va, uint64_t size, uint32_t attrs)
 {
+    if (pt_live(p) && (attrs & MMP_PROT_EXEC)) {
+        const struct pt *pt = pt_of(p);
+        uint64_t tmpl;
+        /* Only for a protect that will run: valid attributes, a valid
+         * range (mmp_pt_walk checks it; its error is the protect's). */
+        if ((pt->g.maint & MMP_PT_MAINT_ICACHE_INVAL) && pt->ops.icache_inval_pou &&
+            pt->g.fmt->leaf(&pt->g, pt->g.nlev - 1, attrs, &tmpl) == 0) {
+            struct exec_maint m = {.pt = pt};
+            int rc = mmp_pt_walk(p, va, size, exec_maint_leaf, &m);
+            if (rc < 0)
+                return rc;
+            exec_maint_emit(&m);
+        }
+    }
     return run_range(p, va, size, OP_PROT, attrs);
 }

@@ -13,6 +13,7 @@ struct mrec {
     uint64_t pa, size;
     int visible; /* the probe address translated when the hook ran */
     int nflush;  /* flushes issued before it */
+    uint32_t attrs; /* the probe's attributes then */
 };
 
 struct menv {
@@ -25,9 +26,10 @@ struct menv {
 static void m_rec(struct menv *m, int ic, uint64_t pa, uint64_t size)
 {
     struct mmp_pt_leaf l;
-    if (m->n < 64)
-        m->log[m->n] = (struct mrec){ic, pa, size, mmp_pt_lookup(&m->t.pt, m->probe, &l) == 0,
-                                     m->t.nflush};
+    if (m->n < 64) {
+        int vis = mmp_pt_lookup(&m->t.pt, m->probe, &l) == 0;
+        m->log[m->n] = (struct mrec){ic, pa, size, vis, m->t.nflush, vis ? l.attrs : 0};
+    }
     m->n++;
 }
 static void m_clean(void *ctx, uint64_t pa, uint64_t size)
@@ -222,6 +224,49 @@ START_TEST(maint_shared_mode)
 }
 END_TEST
 
+/* A protect that makes mappings executable invalidates the instruction
+ * cache for the output of those that were not, coalesced, before any
+ * entry changes; leaves that were executable, holes, a protect without
+ * EXEC and a refused one call nothing. */
+START_TEST(maint_protect_adds_exec)
+{
+    const struct tcfg *tc = &pt_cfgs[8];
+    struct menv *m = menv_new(&tc->c);
+    struct mmp_pt_info inf;
+    mmp_pt_info(&m->t.pt, &inf);
+    uint64_t B = first_block(&inf), G = inf.granule;
+    /* [0, B): a block to 4B; [B, B+4G): pages to 4B+B (contiguous output);
+     * a hole; [B+8G, B+10G): executable already; [B+10G, B+12G) to 9B. */
+    ck_assert_int_eq(mmp_pt_map(&m->t.pt, 0, 4 * B, B + 4 * G, RW, 0), 0);
+    ck_assert_int_eq(mmp_pt_map(&m->t.pt, B + 8 * G, 7 * B, 2 * G, RX, 0), 0);
+    ck_assert_int_eq(mmp_pt_map(&m->t.pt, B + 10 * G, 9 * B, 2 * G, RW, 0), 0);
+    m->n = 0;
+    ck_assert_int_eq(mmp_pt_protect(&m->t.pt, 0, B + 4 * G, RO), 0);
+    ck_assert_int_eq(m->n, 0);
+    ck_assert_int_eq(mmp_pt_protect(&m->t.pt, 0, B + 12 * G, MMP_PROT_WRITE | MMP_PROT_EXEC),
+                     -MMP_EINVAL);
+    ck_assert_int_eq(m->n, 0);
+    m->probe = B;
+    ck_assert_int_eq(mmp_pt_protect(&m->t.pt, 0, B + 12 * G, RX), 0);
+    ck_assert_int_eq(m->n, 2);
+    ck_assert_int_eq(m->log[0].icache, 1);
+    ck_assert_uint_eq(m->log[0].pa, 4 * B);
+    ck_assert_uint_eq(m->log[0].size, B + 4 * G);
+    ck_assert_int_eq(m->log[1].icache, 1);
+    ck_assert_uint_eq(m->log[1].pa, 9 * B);
+    ck_assert_uint_eq(m->log[1].size, 2 * G);
+    /* before the change: the probe was mapped, not executable yet */
+    ck_assert(m->log[0].visible && !(m->log[0].attrs & MMP_PROT_EXEC));
+    struct mmp_pt_leaf l;
+    ck_assert_int_eq(mmp_pt_lookup(&m->t.pt, B, &l), 0);
+    ck_assert_uint_eq(l.attrs & MMP_PROT_EXEC, MMP_PROT_EXEC);
+    m->n = 0;
+    ck_assert_int_eq(mmp_pt_protect(&m->t.pt, 0, B + 12 * G, RX), 0); /* all executable */
+    ck_assert_int_eq(m->n, 0);
+    menv_free(m);
+}
+END_TEST
+
 Suite *mmp_suite_pt_maint(void)
 {
     Suite *s = suite_create("pt_maint");
@@ -232,5 +277,6 @@ Suite *mmp_suite_pt_maint(void)
     MMP_ADD(s, maint_failed_call_none);
     MMP_ADD(s, maint_null_hooks);
     MMP_ADD(s, maint_shared_mode);
+    MMP_ADD(s, maint_protect_adds_exec);
     return s;
 }

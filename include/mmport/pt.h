@@ -400,9 +400,10 @@ struct mmp_pt_ops {
      * per call like dcache_clean_poc and after it. With MMP_PT_S2FWB no
      * clean comes first: where CTR_EL0.IDC is 0 the hook cleans the data
      * cache to the point of unification (DC CVAU, DSB ISH) before it
-     * invalidates. mmp_pt_protect() that
-     * adds MMP_PROT_EXEC to existing mappings does not call it: the
-     * caller invalidates then. NULL: the caller does it itself.
+     * invalidates. mmp_pt_protect() with MMP_PROT_EXEC calls it too,
+     * before any entry changes, once per output range (coalesced) of the
+     * leaves in its range that were not executable. NULL: the caller
+     * does it itself.
      */
     void (*icache_inval_pou)(void *ctx, uint64_t pa, uint64_t size);
 };
