@@ -179,8 +179,7 @@ void mmp_core_pt_emit(const struct pt *pt, struct mmp_pt_stats *st, bool flush, 
  * A page linked twice in a corrupted table would be queued twice: the
  * list would loop and free_table see it again. A queued or freed page is
  * marked (entry 2, invalid in every format: bits 2:0 clear, neither lock
- * bit; a kept page when it is freed) or in kept[]; the root is never
- * queued.
+ * bit) or in kept[] until the flush; the root is never queued.
  */
 
 static bool pt_may_free(const struct pt *pt, const void *va)
@@ -256,8 +255,11 @@ void mmp_core_pt_sync(struct pt *pt)
         pt->ops.free_table(pt->ops.ctx, p, pa, (size_t)1 << pt->g.granule_shift);
         pt->st.table_pages--;
     }
+    /* Kept pages get no mark: their translations live on in the block
+     * that replaced them, and a lookup that loaded the old table entry
+     * before the fold may still read them (a caller's free_table may
+     * defer through RCU for such readers). */
     for (unsigned i = 0; i < pt->nkept; i++) {
-        pt_st((uint64_t *)pt->kept[i].va + 2, PT_DFREE_MARK); /* flushed: no walker left */
         pt->ops.free_table(pt->ops.ctx, pt->kept[i].va, pt->kept[i].pa,
                            (size_t)1 << pt->g.granule_shift);
         pt->st.table_pages--;
