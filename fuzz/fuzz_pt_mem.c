@@ -211,7 +211,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(P.mem, 0, NPOOL * P.gran);
     uint8_t *snap = malloc(NPOOL * P.gran);
     struct mmp_pt_config c = {fc->format, fc->granule, fc->va_bits, fc->pa_bits,
-                              fc->flags | ((data[1] & 8) ? MMP_PT_KEEP_TABLES : 0), 0, 0};
+                              fc->flags | ((data[1] & 8) ? MMP_PT_KEEP_TABLES : 0), 0, 0, 0};
     struct mmp_pt_ops ops = {.alloc_table = f_alloc, .free_table = f_free,
                              .phys_to_virt = f_p2v, .tlb_flush = f_flush};
     struct mmp_pt pt;
