@@ -253,7 +253,7 @@ void mmp_core_pt_sync(struct pt *pt)
         pt->dfree = (void *)(uintptr_t)p[0];
         pt->dfree_pa = p[1];
         pt->ops.free_table(pt->ops.ctx, p, pa, (size_t)1 << pt->g.granule_shift);
-        pt->st.table_pages--;
+        pt_pages_add(&pt->st.table_pages, -1);
     }
     /* Kept pages get no mark: their translations live on in the block
      * that replaced them, and a lookup that loaded the old table entry
@@ -262,7 +262,7 @@ void mmp_core_pt_sync(struct pt *pt)
     for (unsigned i = 0; i < pt->nkept; i++) {
         pt->ops.free_table(pt->ops.ctx, pt->kept[i].va, pt->kept[i].pa,
                            (size_t)1 << pt->g.granule_shift);
-        pt->st.table_pages--;
+        pt_pages_add(&pt->st.table_pages, -1);
     }
     pt->nkept = 0;
 }

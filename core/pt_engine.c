@@ -146,7 +146,7 @@ static uint64_t *take(struct pt_op *o, uint64_t *pa)
     o->res = (void *)(uintptr_t)p[0];
     o->res_pa = p[1];
     o->nres--;
-    o->st->table_pages++;
+    pt_pages_add(&o->st->table_pages, 1);
     if (o->shared) { /* one per depth of the call's path (pt_run_shared) */
         o->sh->tk[o->sh->ntk].va = p;
         o->sh->tk[o->sh->ntk++].pa = *pa;
@@ -1058,7 +1058,7 @@ static void give_back(void *arg, void *va, uint64_t pa)
 {
     struct pt_op *o = (struct pt_op *)arg;
     res_push(o, (uint64_t *)va, pa);
-    o->st->table_pages--;
+    pt_pages_add(&o->st->table_pages, -1);
 }
 
 /*
@@ -1375,7 +1375,7 @@ static void sh_end(struct pt_op *o)
     for (unsigned k = 0; k < o->sh->nret; k++) {
         void *va = o->sh->ret[k].va;
         uint64_t pa = o->sh->ret[k].pa;
-        o->st->table_pages--;
+        pt_pages_add(&o->st->table_pages, -1);
         if (pt->ops.retire_table)
             pt->ops.retire_table(pt->ops.ctx, va, pa, gran(o->g));
         else

@@ -100,6 +100,12 @@ static inline void pt_st(uint64_t *p, uint64_t v)
 {
     AO_store((volatile AO_t *)(void *)p, (AO_t)v);
 }
+/* The table-page count: one writer, but read by concurrent walkers (their
+ * bound on tables entered, pt_walk.h), so its updates are atomic stores. */
+static inline void pt_pages_add(uint64_t *c, int64_t d)
+{
+    pt_st(c, pt_ld(c) + (uint64_t)d);
+}
 /*
  * Publishing a table and following a descriptor to one pair up as
  * release/acquire: a concurrent software walker must see the new table's
