@@ -431,6 +431,15 @@ static void flush_hook(void *ctx, uint64_t va, uint64_t size, unsigned flags)
     struct mmp_pt_stats st;
     if (!(flags & MMP_FLUSH_LEAF))
         nonleaf_flushed = 1;
+    if (live_pt && (flags & MMP_FLUSH_ALL)) {
+        /* A break-before-make flush over the ceiling goes out as a full
+         * flush: it is this flush's, not the next ranged one's. */
+        mmp_pt_stats(live_pt, &st);
+        if (st.bbm != last_bbm)
+            bbm_flushes++;
+        last_bbm = st.bbm;
+        last_split = st.split_flushes;
+    }
     if ((flags & MMP_FLUSH_ALL) || nflushed == PL_ARRAY_SIZE(flushed)) {
         flushed_all = 1;
     } else if (size) {
