@@ -88,6 +88,7 @@ static void unreserve(struct pt_op *o)
         o->res = (void *)(uintptr_t)p[0];
         o->res_pa = p[1];
         pt->ops.free_table(pt->ops.ctx, p, pa, gran(o->g));
+        pt_pages_add(&o->st->table_pages, -1);
     }
     o->nres = 0;
 }
@@ -117,6 +118,10 @@ static int reserve(struct pt_op *o, long n)
             return -MMP_EINVAL;
         }
         res_push(o, p, pa);
+        /* Counted while reserved (taken or given back, until unreserve):
+         * concurrent walkers read the count, and an atomic store here
+         * costs the deepest call chain nothing (take is on it). */
+        pt_pages_add(&o->st->table_pages, 1);
     }
     /* Hand the pages out in the order they came: an allocator that gives
      * ascending addresses then lays a split or a new range out in address
@@ -146,7 +151,6 @@ static uint64_t *take(struct pt_op *o, uint64_t *pa)
     o->res = (void *)(uintptr_t)p[0];
     o->res_pa = p[1];
     o->nres--;
-    pt_pages_add(&o->st->table_pages, 1);
     if (o->shared) { /* one per depth of the call's path (pt_run_shared) */
         o->sh->tk[o->sh->ntk].va = p;
         o->sh->tk[o->sh->ntk++].pa = *pa;
@@ -704,7 +708,7 @@ static unsigned chg_one(struct pt_op *o, unsigned d, uint64_t *t, unsigned k, ui
         v = e & ~cb;
     } else if (o->kind == OP_UNMAP) {
         v = 0;
-    } else if (pt_bad(g, d, e)) {
+    } else if (d + 1 == g->nlev && pt_leaf_bad(g, e)) { /* data: no call (stack) */
         o->eio = true; /* corrupted: left as it was (broken: put back) */
         if (broken)
             pt_st(&t[k], e);
@@ -817,7 +821,7 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
                     uint64_t v = unmap ? 0 : (e & keep) | tmpl;
                     if (ask ? (e & tmask) != last_tm || tm_bbm : !(e & vb))
                         break;
-                    if (!unmap && pt_bad(g, d, e))
+                    if (!unmap && d + 1 == g->nlev && pt_leaf_bad(g, e))
                         break; /* chg_one leaves it */
                     chain = false;
                     if (unmap || ((v ^ e) & cmp)) {
@@ -1057,8 +1061,7 @@ static void sh_retire(struct pt_op *o, void *va, uint64_t pa)
 static void give_back(void *arg, void *va, uint64_t pa)
 {
     struct pt_op *o = (struct pt_op *)arg;
-    res_push(o, (uint64_t *)va, pa);
-    pt_pages_add(&o->st->table_pages, -1);
+    res_push(o, (uint64_t *)va, pa); /* still counted: unreserve uncounts it */
 }
 
 /*
@@ -1375,7 +1378,7 @@ static void sh_end(struct pt_op *o)
     for (unsigned k = 0; k < o->sh->nret; k++) {
         void *va = o->sh->ret[k].va;
         uint64_t pa = o->sh->ret[k].pa;
-        pt_pages_add(&o->st->table_pages, -1);
+        o->st->table_pages--; /* shared mode: the call's own count */
         if (pt->ops.retire_table)
             pt->ops.retire_table(pt->ops.ctx, va, pa, gran(o->g));
         else

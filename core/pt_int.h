@@ -104,7 +104,7 @@ static inline void pt_st(uint64_t *p, uint64_t v)
  * bound on tables entered, pt_walk.h), so its updates are atomic stores. */
 static inline void pt_pages_add(uint64_t *c, int64_t d)
 {
-    pt_st(c, pt_ld(c) + (uint64_t)d);
+    AO_store((volatile AO_t *)(void *)c, (AO_t)(*c + (uint64_t)d)); /* the one writer reads its own count */
 }
 /*
  * Publishing a table and following a descriptor to one pair up as
