@@ -1452,15 +1452,15 @@ static inline __attribute__((always_inline)) int pt_run(struct pt_op *o, uint64_
     if (o->kind == OP_MAP && pt_pending_in(pt, va, last))
         mmp_core_pt_sync(pt);
     if (o->kind == OP_MAP)
-        rc = pt_walk(&map_visitor, o, pt, nlev, 0, pt->root, false, va, last);
-    else
-        rc = pt_walk(&chg_visitor, o, pt, nlev, 0, pt->root, false, va, last);
+        pt_walk(&map_visitor, o, pt, nlev, 0, pt->root, false, va, last);
+    else if (pt_walk(&chg_visitor, o, pt, nlev, 0, pt->root, false, va, last) < 0)
+        o->eio = true;
     /* Empty: the commit took what the prepare counted - unless a protect
      * met a corrupted entry in a whole table its prepare did not read
      * (-EIO; what it changed before is flushed as usual). */
     unreserve(o);
     mmp_core_pt_call_end(pt);
-    return rc < 0 ? rc : o->eio ? -MMP_EIO : 0;
+    return o->eio ? -MMP_EIO : 0;
 }
 
 /* The instances: one per depth, and the generic one. The shared runner
