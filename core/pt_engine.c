@@ -205,7 +205,7 @@ static bool sh_break(struct pt_op *o, uint64_t lo, uint64_t last, bool needed, u
  * writes the new entries. Otherwise the change is written in place and
  * its flush recorded for the end of the call or lazy section.
  * Returns true when the slots were broken (they are all invalid now).
- * pt_break_keep() stores old & keep instead of 0 (keep without the valid
+ * pt_break_leaves() can store old & keep instead of 0 (keep without the valid
  * bits: still invalid, Arm ARM D8.3.1 "Invalid descriptor" ignores bits
  * [63:1]) so the caller can rewrite them from what they held.
  *
@@ -215,8 +215,9 @@ static bool sh_break(struct pt_op *o, uint64_t lo, uint64_t last, bool needed, u
  * follow, at once, or (not needed) at the end of the call. The caller
  * then releases the entries with their new values.
  */
-static bool pt_break_keep(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
-                          uint64_t va_lo, bool needed, bool priv, unsigned fflags, uint64_t keep)
+static inline __attribute__((always_inline)) bool
+break_slots(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi, uint64_t va_lo,
+            bool needed, bool priv, unsigned fflags, uint64_t keep, bool tables)
 {
     if (priv)
         return false;
@@ -237,7 +238,7 @@ static bool pt_break_keep(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo,
             continue;
         pt_st(&t[k], e & keep);
         n++;
-        if (pt_kind(g, d, e) == PT_TABLE)
+        if (tables && pt_kind(g, d, e) == PT_TABLE)
             defer_tree(o, d + 1, pt_child(o->pt, e), pt_tbl_oa(g, e));
     }
     wrote(o, n, priv);
@@ -248,13 +249,23 @@ static bool pt_break_keep(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo,
 static bool pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
                      uint64_t va_lo, bool needed, bool priv, unsigned fflags)
 {
-    return pt_break_keep(o, d, t, lo, hi, va_lo, needed, priv, fflags, 0);
+    return break_slots(o, d, t, lo, hi, va_lo, needed, priv, fflags, 0, true);
+}
+
+/* pt_break() of slots that hold no table entry (leaves and invalid ones:
+ * size changes, protect), or whose tables the caller frees itself: no
+ * subtree walk under it, which keeps the deepest call chains (a fold
+ * inside a map inside a tracking stop) off the walker's frames. */
+static bool pt_break_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
+                            uint64_t va_lo, bool needed, bool priv, unsigned fflags, uint64_t keep)
+{
+    return break_slots(o, d, t, lo, hi, va_lo, needed, priv, fflags, keep, false);
 }
 
 bool mmp_core_pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
                        uint64_t va_lo, bool needed)
 {
-    return pt_break(o, d, t, lo, hi, va_lo, needed, false, MMP_FLUSH_LEAF);
+    return pt_break_leaves(o, d, t, lo, hi, va_lo, needed, false, MMP_FLUSH_LEAF, 0);
 }
 
 static inline bool pt_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_t old,
@@ -278,14 +289,15 @@ static void size_change_ready(struct pt_op *o, uint64_t lo, uint64_t last, bool 
 
 /* pt_break() for a change of size or contiguity that keeps every
  * translation: in place where the format allows (`needed` false), once
- * no older translation of the slots waits for its flush. */
+ * no older translation of the slots waits for its flush. The slots hold
+ * leaves (a fold's table slot: its caller frees the table). */
 static bool size_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
                        uint64_t va_lo, bool needed, bool priv, unsigned fflags)
 {
     if (!needed)
         size_change_ready(o, va_lo, va_lo + (uint64_t)(hi - lo + 1) * slot_size(o->g, d) - 1,
                           priv);
-    return pt_break(o, d, t, lo, hi, va_lo, needed, priv, fflags);
+    return pt_break_leaves(o, d, t, lo, hi, va_lo, needed, priv, fflags, 0);
 }
 
 /* Link a table built privately: its contents first, then the pointer. */
@@ -595,7 +607,9 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
                              priv, 0);
     pt_st(&t[i], blk);
     wrote(o, 1, priv);
-    if (!broken) /* (a break sent c to the deferred-free list itself) */
+    if (broken) /* c holds only leaves: no subtree below it */
+        mmp_core_pt_defer_free(o->pt, c, pt_tbl_oa(g, s->e));
+    else
         mmp_core_pt_defer_keep(o->pt, c, pt_tbl_oa(g, s->e));
     /* The new block may complete a contiguous run of blocks. */
     unsigned R = run_len(o, d);
@@ -855,7 +869,7 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
         }
         if (n) { /* in place: the flush is deferred */
             uint64_t va_lo = va_a - ((uint64_t)a - lo) * sz;
-            pt_break(o, d, t, lo, brk - 1, va_lo, false, priv, MMP_FLUSH_LEAF);
+            pt_break_leaves(o, d, t, lo, brk - 1, va_lo, false, priv, MMP_FLUSH_LEAF, 0);
             wrote(o, n, priv);
         }
         if (brk <= hi) {
@@ -868,7 +882,7 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
             for (unsigned m = brk; m <= hi; m++)
                 if (pt_ld(&t[m]) & vb)
                     was[(m - brk) / 64] |= 1ull << ((m - brk) % 64);
-            pt_break_keep(o, d, t, brk, hi, va_b, true, priv, MMP_FLUSH_LEAF, ~vb);
+            pt_break_leaves(o, d, t, brk, hi, va_b, true, priv, MMP_FLUSH_LEAF, ~vb);
             n = 0;
             for (unsigned m = brk; m <= hi; m++)
                 if (was[(m - brk) / 64] & (1ull << ((m - brk) % 64)))

@@ -65,7 +65,8 @@ int mmp_core_pt_run(struct pt_op *o, uint64_t va, uint64_t last);
 /* The one break-before-make primitive (pt_break in core/pt_engine.c), for
  * entry changes made outside the engine (core/pt_track.c): slots [lo, hi]
  * of the live table t at depth d (slot lo maps va_lo) are about to change;
- * needed = the format's rule. Returns true when they were broken. */
+ * needed = the format's rule; the slots hold no table entry. Returns true
+ * when they were broken. */
 bool mmp_core_pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
                        uint64_t va_lo, bool needed);
 

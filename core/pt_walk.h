@@ -55,21 +55,24 @@ enum { PT_SKIP = 0, PT_SPAN = 1, PT_DESCEND = 2 };
 struct pt_slot {
     /* the table at this depth (set by the parent's pt_descend()) */
     uint64_t *t;    /* NULL: imagined by a prepare pass */
-    int vkind;      /* t == NULL: the kind of every entry */
-    bool priv;      /* t is not linked yet (built by this call) */
-    bool vonly;     /* pt_validate(): walked for soundness only */
     /* the slot */
-    bool full;      /* the walked range covers the whole slot */
-    unsigned d, i;
-    int kind;       /* PT_INV / PT_TABLE / PT_LEAF */
     uint64_t e;     /* the entry (0 in an imagined table) */
     uint64_t va, last; /* the walked range's part in this slot */
     uint64_t end;      /* last address of the walked range in this table */
     /* PT_SPAN: last address of the span (>= last), set by the visitor */
     uint64_t span_last;
     /* free for the visitor between entry and post */
-    int tag;
     uint64_t aux, aux2;
+    unsigned i;
+    /* (bytes: the walk keeps a frame per level on the caller's stack,
+     * which may be one page) */
+    uint8_t d;
+    uint8_t kind;   /* PT_INV / PT_TABLE / PT_LEAF */
+    uint8_t tag;    /* free for the visitor */
+    uint8_t vkind;  /* t == NULL: the kind of every entry */
+    bool priv;      /* t is not linked yet (built by this call) */
+    bool vonly;     /* pt_validate(): walked for soundness only */
+    bool full;      /* the walked range covers the whole slot */
 };
 
 struct pt_visitor {
@@ -88,7 +91,7 @@ static inline __attribute__((always_inline)) int pt_descend(struct pt_slot *s, u
                                                             int vkind, bool priv)
 {
     s[1].t = child;
-    s[1].vkind = vkind;
+    s[1].vkind = (uint8_t)vkind;
     s[1].priv = priv;
     s[1].vonly = s->vonly;
     return PT_DESCEND;
