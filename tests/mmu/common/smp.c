@@ -166,8 +166,14 @@ struct cpu_res {
 };
 static struct cpu_res res[NCPU];
 
+/* Set by the first mismatch: both CPUs stop acting and every wait ends, so a
+ * broken build (the nolock variant) reports in seconds instead of running
+ * into the timeouts of calls that meet entries it left locked. */
+static volatile AO_t stopping;
+
 static void fail(struct cpu_res *c, uint64_t va, const char *what, uint64_t want, uint64_t got)
 {
+    AO_store_release(&stopping, 1);
     if (c->nlog < PL_ARRAY_SIZE(c->log))
         pl_snprintf(c->log[c->nlog++], sizeof(c->log[0]),
                     "  CPU %u: mismatch at %lx: %s: want %lx, got %lx", pl_arch_cpu(), va, what,
@@ -455,6 +461,8 @@ static int claim(struct cpu_res *c, unsigned i, unsigned h, AO_t me)
         AO_t o = AO_load_acquire(&owner[i][h]);
         if (o == 0 && AO_compare_and_swap_full(&owner[i][h], 0, me))
             return 0;
+        if (AO_load_acquire(&stopping))
+            return -1;
         if (o != 0 && !(o & REL)) {
             fail(c, va_of(SH0 + i, shared_hot(h)),
                  "a hot page both CPUs mapped with success (owner)", me, o);
@@ -480,7 +488,7 @@ static int retried(unsigned long *retries, unsigned op, uint64_t va, uint64_t pa
         int rc = op == 0   ? map1(va, pa, a)
                  : op == 1 ? mmp_pt_unmap(&spt, va, GRAN)
                            : mmp_pt_protect(&spt, va, GRAN, attrs_of(a));
-        if (rc != -MMP_EAGAIN)
+        if (rc != -MMP_EAGAIN || AO_load_acquire(&stopping))
             return rc;
         ++*retries;
         if (!t0)
@@ -653,11 +661,14 @@ static volatile AO_t shoot; /* round * 4 + step */
 static int wait_step(struct cpu_res *c, AO_t v)
 {
     uint64_t t0 = pl_arch_now_us();
-    while (AO_load_acquire(&shoot) < v)
+    while (AO_load_acquire(&shoot) < v) {
+        if (AO_load_acquire(&stopping))
+            return -1;
         if (pl_arch_now_us() - t0 > 20000000) {
             fail(c, v, "TLB shootdown: the other CPU did not reach step", v, AO_load(&shoot));
             return -1;
         }
+    }
     return 0;
 }
 
@@ -719,7 +730,7 @@ static void worker(void *arg)
     while (AO_load_acquire(&arrived) < NCPU)
         ;
     c->t_start = pl_arch_now_us();
-    for (unsigned n = 0; n < PL_SMP_OPS; n++) {
+    for (unsigned n = 0; n < PL_SMP_OPS && !AO_load_acquire(&stopping); n++) {
         switch (rnd(c, 10)) {
         case 0:
         case 1: own_op(c, cpu); break;
@@ -866,6 +877,7 @@ void pl_run_smp(void)
     if (bad)
         goto out;
     c0->nlog = c0->fails = 0;
+    AO_store_release(&stopping, 0);
 
     uint64_t t0 = pl_arch_now_us();
     if (pl_arch_smp_start(&t, &spt, worker, &res[1], &why)) {
