@@ -9,7 +9,11 @@
  *   locked     an exclusive table behind one mutex (the best a caller of
  *              the exclusive mode can do with many vCPUs);
  *   exclusive  an exclusive table, one thread, no lock (the baseline the
- *              shared mode's single-thread cost is compared with).
+ *              shared mode's single-thread cost is compared with);
+ *   private    T threads, each faulting its share into an exclusive table
+ *              of its own: nothing shared but the machine, so its scaling
+ *              is what the machine itself allows this work (the ceiling
+ *              the shared mode's scaling is read against).
  * Each thread is pinned to its own CPU of the affinity mask (round robin
  * when there are fewer), so two threads never share a core the scheduler
  * happened to pick for both; only the faults are timed.
@@ -33,7 +37,7 @@
 #define GUEST (4ull << 30)
 #define PG 4096ull
 #define PA_OFF (1ull << 34)
-#define POOL_BYTES (64u << 20)
+#define POOL_MIN (64u << 20)
 
 static struct progress bf_pr;
 
@@ -48,6 +52,7 @@ static double clock_ns(clockid_t id)
 
 static struct {
     unsigned char *buf;
+    size_t bytes;
     volatile AO_t used;
     pthread_mutex_t lock; /* the free list (given-back pages: rare) */
     volatile AO_t free; /* void *, head of the list */
@@ -65,7 +70,7 @@ static void *p_alloc(void *ctx, size_t bytes, uint64_t *pa)
     }
     if (!p) {
         AO_t off = AO_fetch_and_add(&pool.used, (AO_t)((bytes + PG - 1) & ~(PG - 1)));
-        if (off + bytes > POOL_BYTES)
+        if (off + bytes > pool.bytes)
             return NULL;
         p = pool.buf + off;
     }
@@ -97,11 +102,18 @@ static void noflush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
 
 /* ---- one run ------------------------------------------------------------ */
 
-enum { M_SHARED, M_LOCKED, M_EXCL };
-static const char *const mode_names[] = {"shared", "locked", "exclusive"};
+enum { M_SHARED, M_LOCKED, M_EXCL, M_PRIV, NMODE };
+static const char *const mode_names[] = {"shared", "locked", "exclusive", "private"};
+
+/* Modes run at one thread only, or at two or more only. */
+static bool mode_runs(int m, unsigned threads)
+{
+    return m == M_EXCL ? threads == 1 : m == M_PRIV ? threads > 1 : true;
+}
 
 struct run {
     struct mmp_pt pt;
+    struct mmp_pt own[64]; /* M_PRIV: thread t's table */
     pthread_mutex_t lock;
     int mode;
     unsigned threads;
@@ -137,6 +149,7 @@ static void *worker(void *arg)
     struct run *r = a->r;
     pin(a->t);
     const uint32_t *pg = r->pages + a->t * r->per;
+    struct mmp_pt *pt = r->mode == M_PRIV ? &r->own[a->t] : &r->pt;
     AO_fetch_and_add1(&r->ready);
     while (!AO_load_acquire(&r->go))
         ;
@@ -146,7 +159,7 @@ static void *worker(void *arg)
         if (r->mode == M_LOCKED)
             pthread_mutex_lock(&r->lock);
         do
-            rc = mmp_pt_map(&r->pt, ipa, ipa + PA_OFF, PG, MMP_PROT_READ | MMP_PROT_WRITE, 0);
+            rc = mmp_pt_map(pt, ipa, ipa + PA_OFF, PG, MMP_PROT_READ | MMP_PROT_WRITE, 0);
         while (rc == -MMP_EAGAIN); /* re-fault, as the vCPU would */
         if (r->mode == M_LOCKED)
             pthread_mutex_unlock(&r->lock);
@@ -201,10 +214,14 @@ static double one_run(const struct mmp_pt_config *base, int mode, unsigned threa
     struct mmp_pt_ops ops = {.alloc_table = p_alloc, .free_table = p_free,
                              .tlb_flush = noflush};
     pool_reset();
-    if (mmp_pt_init(&r.pt, &c, &ops)) {
-        free(r.pages);
-        return 0;
-    }
+    unsigned ntab = mode == M_PRIV ? threads : 1;
+    for (unsigned k = 0; k < ntab; k++)
+        if (mmp_pt_init(mode == M_PRIV ? &r.own[k] : &r.pt, &c, &ops)) {
+            while (k--)
+                mmp_pt_fini(&r.own[k]);
+            free(r.pages);
+            return 0;
+        }
     pthread_t th[64];
     struct targ ta[64];
     for (unsigned t = 1; t < threads; t++) {
@@ -225,7 +242,8 @@ static double one_run(const struct mmp_pt_config *base, int mode, unsigned threa
     if (ncpus)
         (void)pthread_setaffinity_np(pthread_self(), sizeof start_aff, &start_aff);
     *errors += r.errors;
-    mmp_pt_fini(&r.pt);
+    for (unsigned k = 0; k < ntab; k++)
+        mmp_pt_fini(mode == M_PRIV ? &r.own[k] : &r.pt);
     free(r.pages);
     return (double)(r.per * threads) / (ns / 1e9);
 }
@@ -256,12 +274,12 @@ static void print_result(const struct result *x, bool json, bool *first)
  * group per thread count, a bar per mode. */
 #define NF 2
 static void plot_faults(FILE *out, const char *const *fmts, const bool *ran, unsigned maxt,
-                        unsigned long long faults, double (*fps)[3][65])
+                        unsigned long long faults, double (*fps)[NMODE][65])
 {
-    static char cats[64][16], names[NF][3][40];
-    static double x[NF][3][64], y[NF][3][64];
+    static char cats[64][16], names[NF][NMODE][40];
+    static double x[NF][NMODE][64], y[NF][NMODE][64];
     static const char *cp[64];
-    struct svg_series sr[NF][3];
+    struct svg_series sr[NF][NMODE];
     struct svg_panel pn[NF];
     size_t np = 0;
     for (unsigned t = 1; t <= maxt; t++) {
@@ -271,7 +289,7 @@ static void plot_faults(FILE *out, const char *const *fmts, const bool *ran, uns
     for (size_t f = 0; f < NF; f++) {
         if (!ran[f])
             continue;
-        for (int m = 0; m < 3; m++) {
+        for (int m = 0; m < NMODE; m++) {
             size_t n = 0;
             for (unsigned t = 1; t <= maxt; t++)
                 if (fps[f][m][t] > 0)
@@ -279,7 +297,7 @@ static void plot_faults(FILE *out, const char *const *fmts, const bool *ran, uns
             snprintf(names[f][m], sizeof names[f][m], "%s %s", fmts[f], mode_names[m]);
             sr[np][m] = (struct svg_series){names[f][m], n, x[f][m], y[f][m]};
         }
-        pn[np] = (struct svg_panel){fmts[f], 3, sr[np]};
+        pn[np] = (struct svg_panel){fmts[f], NMODE, sr[np]};
         np++;
     }
     char title[200];
@@ -287,7 +305,7 @@ static void plot_faults(FILE *out, const char *const *fmts, const bool *ran, uns
              "mmport bench fault: %llu faults, 4 KiB each, best of the reps (%s)", faults,
              cli_machine());
     svg_bars(out, title, "million faults per second (all threads)", "M faults/s", false, cp, maxt,
-             pn, np, mode_names, 3);
+             pn, np, mode_names, NMODE);
 }
 
 static void target(const char *what, double got, double want)
@@ -356,12 +374,21 @@ static int run(int argc, char **argv)
     FILE *plot_out = plot ? cli_plot_open(cmd, plot) : NULL;
     if (plot && !plot_out)
         return 1;
-    pool.buf = aligned_alloc(1u << 21, POOL_BYTES);
+    /* Every table of every mode's run: a private table per thread holds at
+     * most one leaf table per 2 MiB it faults, plus its upper levels. */
+    pool.bytes = POOL_MIN;
+    for (unsigned t = 2; t <= maxt; t++) {
+        size_t per = faults / t, leafs = per < GUEST >> 21 ? per : GUEST >> 21;
+        size_t need = t * (leafs + 8) * PG;
+        pool.bytes = need > pool.bytes ? (need + (1u << 21) - 1) & ~(size_t)((1u << 21) - 1)
+                                       : pool.bytes;
+    }
+    pool.buf = aligned_alloc(1u << 21, pool.bytes);
     if (!pool.buf)
         return cli_error(cmd, "no memory for the table pool");
-    memset(pool.buf, 0, POOL_BYTES); /* pre-faulted */
+    memset(pool.buf, 0, pool.bytes); /* pre-faulted */
     static const char *const fmts[NF] = {"arm64-s2-4k", "x86-ept"};
-    static double best[NF][3][65], cpu[NF][3][65];
+    static double best[NF][NMODE][65], cpu[NF][NMODE][65];
     bool ran[NF] = {false};
     if (json)
         printf("[");
@@ -379,8 +406,8 @@ static int run(int argc, char **argv)
         /* Interleaved repetitions: the machine's noise hits every mode alike. */
         for (unsigned long long rep = 0; rep < reps; rep++)
             for (unsigned t = 1; t <= maxt; t++)
-                for (int m = 0; m < 3; m++) {
-                    if (m == M_EXCL && t > 1)
+                for (int m = 0; m < NMODE; m++) {
+                    if (!mode_runs(m, t))
                         continue;
                     double cns = 0;
                     double fps = one_run(cfg, m, t, faults, coll, 1234u + (unsigned)rep,
@@ -392,14 +419,21 @@ static int run(int argc, char **argv)
                 }
         progress_suspend(&bf_pr);
         for (unsigned t = 1; t <= maxt; t++)
-            for (int m = 0; m < 3; m++)
-                if (!(m == M_EXCL && t > 1)) {
+            for (int m = 0; m < NMODE; m++)
+                if (mode_runs(m, t)) {
                     struct result x = {fmts[f], t, m, best[f][m][t], cpu[f][m][t]};
                     print_result(&x, json, &first);
                 }
         if (!json && maxt >= 2) {
             target("shared 2 threads / shared 1 thread",
                    best[f][M_SHARED][2] / best[f][M_SHARED][1], 1.7);
+            printf("  %-44s %5.2fx  (the machine's ceiling for this work)\n",
+                   "private 2 threads / exclusive 1 thread",
+                   best[f][M_PRIV][2] / best[f][M_EXCL][1]);
+            printf("  %-44s %5.2f   (1.00: it scales as the machine does)\n",
+                   "shared scaling / private scaling",
+                   (best[f][M_SHARED][2] / best[f][M_SHARED][1]) /
+                       (best[f][M_PRIV][2] / best[f][M_EXCL][1]));
             target("shared 2 threads / locked 2 threads",
                    best[f][M_SHARED][2] / best[f][M_LOCKED][2], 1.5);
             target("shared 1 thread / exclusive (within 10%)",
@@ -432,16 +466,17 @@ const struct cli_command cli_bench_fault = {
         "--format picks one): --faults pages in all (default 256K), in random order,\n"
         "P percent (default 3) of each thread's faults on pages another thread faults\n"
         "too (-EEXIST for the later one). Modes: shared (a MMP_PT_SHARED table, no\n"
-        "lock, built-in epoch reclamation), locked (an exclusive table behind one mutex)\n"
-        "and exclusive (one thread, no lock). faults_per_s is all threads' faults over\n"
-        "the wall time, ns_per_fault its inverse; cpu_ns_per_fault the process CPU\n"
-        "time per fault (all threads: contention shows there even when other load\n"
-        "leaves the threads fewer cores than asked). Thread t is pinned to the t-th\n"
-        "CPU of the affinity mask (round robin; --no-pin leaves placement to the\n"
-        "scheduler). Best of --reps (default 3)\n"
-        "interleaved runs, a fresh table each. The targets are printed beside the\n"
-        "figures (wall-time ratios). --plot FILE also writes an SVG chart:\n"
-        "faults per second as bars, a panel per format, a group per thread count, a bar\n"
-        "per mode.\n",
+        "lock, built-in epoch reclamation), locked (an exclusive table behind one\n"
+        "mutex), exclusive (one thread, no lock) and private (2+ threads, each with an\n"
+        "exclusive table of its own: nothing shared, so its scaling is the machine's\n"
+        "ceiling for this work, printed beside the shared mode's). faults_per_s is all\n"
+        "threads' faults over the wall time, ns_per_fault its inverse; cpu_ns_per_fault\n"
+        "the process CPU time per fault (all threads: contention shows there even when\n"
+        "other load leaves the threads fewer cores than asked). Thread t is pinned to\n"
+        "the t-th CPU of the affinity mask (round robin; --no-pin leaves placement to\n"
+        "the scheduler). Best of --reps (default 3) interleaved runs, a fresh table\n"
+        "each. The targets are printed beside the figures (wall-time ratios). --plot\n"
+        "FILE also writes an SVG chart: faults per second as bars, a panel per format,\n"
+        "a group per thread count, a bar per mode.\n",
     .run = run,
 };
