@@ -727,8 +727,13 @@ static void worker(void *arg)
     struct cpu_res *c = arg;
     unsigned cpu = pl_arch_cpu();
     AO_fetch_and_add_full(&arrived, 1);
+    uint64_t t0 = pl_arch_now_us();
     while (AO_load_acquire(&arrived) < NCPU)
-        ;
+        if (pl_arch_now_us() - t0 > 20000000) {
+            fail(c, 0, "the other CPU did not arrive within 20 s (arrived)", NCPU,
+                 AO_load(&arrived));
+            break;
+        }
     c->t_start = pl_arch_now_us();
     for (unsigned n = 0; n < PL_SMP_OPS && !AO_load_acquire(&stopping); n++) {
         switch (rnd(c, 10)) {
