@@ -132,6 +132,7 @@ struct targ {
 static cpu_set_t start_aff;
 static int cpus[CPU_SETSIZE];
 static unsigned ncpus;
+static bool slices; /* --slices: each thread faults its own 1/T of the range */
 
 static void pin(unsigned t)
 {
@@ -169,26 +170,40 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* Random distinct pages of the range, split among the threads, with
- * `coll` percent of each thread's faults on pages another thread faults. */
+/* Picks k random distinct entries of a[0..n) into a[0..k) (partial
+ * Fisher-Yates). */
+static void pick(uint32_t *a, size_t n, size_t k, unsigned *seed)
+{
+    for (size_t i = 0; i < k; i++) {
+        size_t j = i + (size_t)(((uint64_t)rand_r(seed) << 31 ^ (uint64_t)rand_r(seed)) %
+                                (n - i));
+        uint32_t x = a[i];
+        a[i] = a[j], a[j] = x;
+    }
+}
+
+/* Random distinct pages, split among the threads: from the whole range
+ * (every thread's faults spread over every table), or with --slices each
+ * from its own 1/T of it; `coll` percent of each thread's faults on pages
+ * another thread faults. */
 static void make_pages(struct run *r, size_t faults, unsigned coll, unsigned seed)
 {
     size_t n = GUEST / PG;
     uint32_t *all = malloc(n * sizeof *all);
     for (size_t i = 0; i < n; i++)
         all[i] = (uint32_t)i;
-    for (size_t i = 0; i < faults; i++) { /* partial Fisher-Yates */
-        size_t j = i + (size_t)(((uint64_t)rand_r(&seed) << 31 ^ (uint64_t)rand_r(&seed)) %
-                                (n - i));
-        uint32_t x = all[i];
-        all[i] = all[j], all[j] = x;
-    }
     r->per = faults / r->threads;
+    size_t w = slices ? n / r->threads : r->per; /* thread t's picks: all[t * w ...] */
+    if (slices)
+        for (unsigned t = 0; t < r->threads; t++)
+            pick(all + t * w, w, r->per, &seed);
+    else
+        pick(all, n, r->per * r->threads, &seed);
     for (unsigned t = 0; t < r->threads; t++)
         for (size_t i = 0; i < r->per; i++) {
-            size_t src = t * r->per + i;
+            size_t src = t * w + i;
             if (r->threads > 1 && (unsigned)rand_r(&seed) % 100 < coll)
-                src = ((t + 1) % r->threads) * r->per + (size_t)rand_r(&seed) % r->per;
+                src = ((t + 1) % r->threads) * w + (size_t)rand_r(&seed) % r->per;
             r->pages[t * r->per + i] = all[src];
         }
     free(all);
@@ -261,9 +276,10 @@ static void print_result(const struct result *x, bool json, bool *first)
 {
     if (json)
         printf("%s\n  {\"format\": \"%s\", \"threads\": %u, \"mode\": \"%s\", "
-               "\"faults_per_s\": %.0f, \"ns_per_fault\": %.1f, \"cpu_ns_per_fault\": %.1f}",
-               *first ? "" : ",", x->format, x->threads, mode_names[x->mode], x->fps,
-               1e9 / x->fps, x->cpu_ns);
+               "\"layout\": \"%s\", \"faults_per_s\": %.0f, \"ns_per_fault\": %.1f, "
+               "\"cpu_ns_per_fault\": %.1f}",
+               *first ? "" : ",", x->format, x->threads, mode_names[x->mode],
+               slices ? "slices" : "spread", x->fps, 1e9 / x->fps, x->cpu_ns);
     else
         printf("%-12s %7u %-9s %14.0f %12.1f %12.1f\n", x->format, x->threads,
                mode_names[x->mode], x->fps, 1e9 / x->fps, x->cpu_ns);
@@ -322,7 +338,8 @@ static int run(int argc, char **argv)
         {"faults", required_argument, NULL, 'n'}, {"threads", required_argument, NULL, 't'},
         {"reps", required_argument, NULL, 'r'}, {"collisions", required_argument, NULL, 'c'},
         {"no-pin", no_argument, NULL, 'P'},     {"plot", required_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+        {"slices", no_argument, NULL, 'S'},     {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     bool json = false, pinning = true;
     const char *only = NULL, *plot = NULL;
@@ -334,6 +351,7 @@ static int run(int argc, char **argv)
         case 'h': return fputs(cli_bench_fault.usage, stdout), 0;
         case 'j': json = true; break;
         case 'P': pinning = false; break;
+        case 'S': slices = true; break;
         case 'p': plot = optarg; break;
         case 'f':
             only = optarg;
@@ -460,23 +478,26 @@ const struct cli_command cli_bench_fault = {
     .summary = "second-stage faults from many threads: shared mode vs a lock",
     .usage =
         "usage: mmport bench fault [--json] [--format F] [--threads T] [--faults N]\n"
-        "                          [--collisions P] [--reps N] [--no-pin] [--plot FILE]\n\n"
+        "                          [--collisions P] [--reps N] [--slices] [--no-pin]\n"
+        "                          [--plot FILE]\n\n"
         "T threads (1..T, default 2) each fault 4 KiB pages, one mmp_pt_map of one page\n"
         "per fault, into one 4 GiB guest range of one table (arm64-s2-4k and x86-ept;\n"
         "--format picks one): --faults pages in all (default 256K), in random order,\n"
-        "P percent (default 3) of each thread's faults on pages another thread faults\n"
-        "too (-EEXIST for the later one). Modes: shared (a MMP_PT_SHARED table, no\n"
-        "lock, built-in epoch reclamation), locked (an exclusive table behind one\n"
-        "mutex), exclusive (one thread, no lock) and private (2+ threads, each with an\n"
-        "exclusive table of its own: nothing shared, so its scaling is the machine's\n"
-        "ceiling for this work, printed beside the shared mode's). faults_per_s is all\n"
-        "threads' faults over the wall time, ns_per_fault its inverse; cpu_ns_per_fault\n"
-        "the process CPU time per fault (all threads: contention shows there even when\n"
-        "other load leaves the threads fewer cores than asked). Thread t is pinned to\n"
-        "the t-th CPU of the affinity mask (round robin; --no-pin leaves placement to\n"
-        "the scheduler). Best of --reps (default 3) interleaved runs, a fresh table\n"
-        "each. The targets are printed beside the figures (wall-time ratios). --plot\n"
-        "FILE also writes an SVG chart: faults per second as bars, a panel per format,\n"
-        "a group per thread count, a bar per mode.\n",
+        "spread over the whole range (every thread writes into every leaf table) or,\n"
+        "with --slices, each thread's from its own 1/T of the range (vCPUs touching\n"
+        "their own memory); P percent (default 3) of each thread's faults on pages\n"
+        "another thread faults too (-EEXIST for the later one). Modes: shared (a\n"
+        "MMP_PT_SHARED table, no lock, built-in epoch reclamation), locked (an exclusive\n"
+        "table behind one mutex), exclusive (one thread, no lock) and private (2+\n"
+        "threads, each with an exclusive table of its own: nothing shared, so its\n"
+        "scaling is the machine's ceiling for this work, printed beside the shared\n"
+        "mode's). faults_per_s is all threads' faults over the wall time, ns_per_fault\n"
+        "its inverse; cpu_ns_per_fault the process CPU time per fault (all threads:\n"
+        "contention shows there even when other load leaves the threads fewer cores than\n"
+        "asked). Thread t is pinned to the t-th CPU of the affinity mask (round robin;\n"
+        "--no-pin leaves placement to the scheduler). Best of --reps (default 3)\n"
+        "interleaved runs, a fresh table each. The targets are printed beside the\n"
+        "figures (wall-time ratios). --plot FILE also writes an SVG chart: faults per\n"
+        "second as bars, a panel per format, a group per thread count, a bar per mode.\n",
     .run = run,
 };
