@@ -172,6 +172,17 @@ static void ratios(FILE *out, const struct result *r, size_t nr, const unsigned 
         snprintf(what, sizeof what, "auto / best single-thread kernel (%s) at %s", bn, sz);
         target(out, what, best > 0 ? a / best : 0, 0.95);
     }
+    size_t nbig = 0;
+    for (size_t s = 0; s < ns; s++)
+        nbig += llc && sizes[s] >= 4 * llc;
+    if (!nbig) {
+        char l4[24];
+        size_label(l4, sizeof l4, 4 * llc);
+        fprintf(out, "  auto / glibc memset (>= 1.2 from 4 x LLC up): not measured, %s\n",
+                llc ? "no size reaches 4 x LLC" : "LLC size unknown");
+        if (llc)
+            fprintf(out, "    (4 x LLC = %s here: --sizes %s measures it)\n", l4, l4);
+    }
     for (size_t s = 0; s < ns; s++) {
         if (!llc || sizes[s] < 4 * llc)
             continue; /* from 4 x the LLC up: memory bandwidth, not cache */
