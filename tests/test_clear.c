@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 
 #include "atomic.h"
 #include "clear_impl.h"
+#include "host.h"
 #include "mmp_test.h"
 
 #define PG 4096u
@@ -459,6 +462,103 @@ START_TEST(spans_cut_at_huge_pages)
         ck_assert_msg(most <= even + (c[t].align > 1 ? even / 8 + 1 : 1), "case %zu: %zu", t,
                       most);
     }
+}
+END_TEST
+
+/*
+ * Placement on a machine with one node: a private mount namespace shows
+ * the page's node owning only the last CPU of the affinity mask (a bind
+ * mount over its sysfs cpulist); placing near the page must then narrow
+ * the thread to that CPU and unplacing restore the mask. A node whose CPUs
+ * are all outside the mask changes nothing. Runs in a child: the namespace
+ * and the affinity stay there. Exit status: 0 pass, 77 skip, else the step.
+ */
+static int numa_child(const char *dir, char *why, size_t cap)
+{
+    char *page = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED)
+        return 10;
+    page[0] = 1;
+    void *pages[1] = {page};
+    int node = -1;
+    if (syscall(SYS_move_pages, 0, 1ul, pages, NULL, &node, 0) != 0 || node < 0)
+        return snprintf(why, cap, "move_pages() cannot tell the page's node here"), 77;
+    char cpulist[96];
+    snprintf(cpulist, sizeof cpulist, "/sys/devices/system/node/node%d/cpulist", node);
+    cpu_set_t all, now;
+    if (sched_getaffinity(0, sizeof all, &all) != 0)
+        return 11;
+    int last = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &all))
+            last = c;
+    if (CPU_COUNT(&all) < 2)
+        return snprintf(why, cap, "one CPU in the affinity mask: nothing to narrow"), 77;
+    if (access(cpulist, R_OK) != 0)
+        return snprintf(why, cap, "no %s", cpulist), 77;
+    /* "none" types: ignored by the kernel here, but valgrind reads them */
+    if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0)
+        return snprintf(why, cap, "no private mount namespace (needs root)"), 77;
+    char fake[512];
+    snprintf(fake, sizeof fake, "%s/cpulist", dir);
+    for (int round = 0; round < 2; round++) {
+        /* round 0: the node is the last CPU; round 1: a CPU outside the mask */
+        FILE *f = fopen(fake, "w");
+        if (!f)
+            return 12;
+        fprintf(f, "%d\n", round ? CPU_SETSIZE - 1 : last);
+        fclose(f);
+        if (mount(fake, cpulist, "none", MS_BIND, NULL) != 0)
+            return snprintf(why, cap, "cannot bind-mount over %s", cpulist), 77;
+        mmp_host_place_near(page + 100);
+        if (sched_getaffinity(0, sizeof now, &now) != 0)
+            return 13;
+        if (round == 0 && !(CPU_COUNT(&now) == 1 && CPU_ISSET(last, &now)))
+            return 20; /* not narrowed to the node's CPU */
+        if (round == 1 && !CPU_EQUAL(&now, &all))
+            return 21; /* changed although the node has none of the mask's CPUs */
+        mmp_host_unplace();
+        if (sched_getaffinity(0, sizeof now, &now) != 0 || !CPU_EQUAL(&now, &all))
+            return 22 + round; /* not restored */
+        if (umount(cpulist) != 0)
+            return 14;
+    }
+    return 0;
+}
+
+START_TEST(numa_placement_follows_the_node_of_the_memory)
+{
+    char dir[] = "/tmp/mmport-numa-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char why[160] = "";
+        int rc = numa_child(dir, why, sizeof why);
+        if (write(fds[1], why, strlen(why)) < 0)
+            rc = 15;
+        _exit(rc);
+    }
+    close(fds[1]);
+    char why[161] = "";
+    ssize_t n = read(fds[0], why, sizeof why - 1);
+    why[n > 0 ? n : 0] = 0;
+    close(fds[0]);
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    char path[64];
+    snprintf(path, sizeof path, "%s/cpulist", dir);
+    unlink(path);
+    rmdir(dir);
+    ck_assert(WIFEXITED(st));
+    if (WEXITSTATUS(st) == 77)
+        MMP_SKIP(why);
+    ck_assert_msg(WEXITSTATUS(st) == 0,
+                  "placement under a fake one-CPU node: step %d failed (20 not narrowed, 21 "
+                  "changed for a node outside the mask, 22/23 not restored)",
+                  WEXITSTATUS(st));
 }
 END_TEST
 
@@ -1060,6 +1160,7 @@ Suite *mmp_suite_clear(void)
     MMP_ADD(s, pool_reused_and_capped_at_affinity);
     MMP_ADD(s, spans_cut_at_huge_pages);
     MMP_ADD(s, numa_placement_restores_the_caller);
+    MMP_ADD(s, numa_placement_follows_the_node_of_the_memory);
     MMP_ADD(s, runner_hook_runs_the_spans);
     MMP_ADD(s, populate_makes_fresh_and_dirty_pages_resident_and_zero);
     MMP_ADD(s, populate_refuses_what_cannot_be_backed);
