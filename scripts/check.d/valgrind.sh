@@ -9,6 +9,10 @@ b=build/$(uname -m)
 bin=$b/tests/mmport-test
 [ -x "$bin" ] || { echo "FAIL: $bin not built"; exit 1; }
 # libcheck forks a child per test; valgrind follows forks by itself.
+# --fair-sched=yes: valgrind runs one thread at a time, and with its default
+# lock a thread spinning on a flag (a test's reader) can keep the writer it
+# waits for from ever running.
 MMPORT_UNDER_VALGRIND=1 CK_DEFAULT_TIMEOUT=600 CK_EXCLUDE_SUITE="${VALGRIND_SKIP:-}" \
-    valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
+    valgrind -q --fair-sched=yes --error-exitcode=1 --leak-check=full \
+    --errors-for-leak-kinds=definite \
     --track-origins=no "$bin"
