@@ -112,8 +112,7 @@ static bool mode_runs(int m, unsigned threads)
 }
 
 struct run {
-    struct mmp_pt pt;
-    struct mmp_pt own[64]; /* M_PRIV: thread t's table */
+    struct mmp_pt tab[64]; /* tab[0]; M_PRIV: tab[t] is thread t's */
     pthread_mutex_t lock;
     int mode;
     unsigned threads;
@@ -150,7 +149,7 @@ static void *worker(void *arg)
     struct run *r = a->r;
     pin(a->t);
     const uint32_t *pg = r->pages + a->t * r->per;
-    struct mmp_pt *pt = r->mode == M_PRIV ? &r->own[a->t] : &r->pt;
+    struct mmp_pt *pt = &r->tab[r->mode == M_PRIV ? a->t : 0];
     AO_fetch_and_add1(&r->ready);
     while (!AO_load_acquire(&r->go))
         ;
@@ -231,9 +230,9 @@ static double one_run(const struct mmp_pt_config *base, int mode, unsigned threa
     pool_reset();
     unsigned ntab = mode == M_PRIV ? threads : 1;
     for (unsigned k = 0; k < ntab; k++)
-        if (mmp_pt_init(mode == M_PRIV ? &r.own[k] : &r.pt, &c, &ops)) {
+        if (mmp_pt_init(&r.tab[k], &c, &ops)) {
             while (k--)
-                mmp_pt_fini(&r.own[k]);
+                mmp_pt_fini(&r.tab[k]);
             free(r.pages);
             return 0;
         }
@@ -258,7 +257,7 @@ static double one_run(const struct mmp_pt_config *base, int mode, unsigned threa
         (void)pthread_setaffinity_np(pthread_self(), sizeof start_aff, &start_aff);
     *errors += r.errors;
     for (unsigned k = 0; k < ntab; k++)
-        mmp_pt_fini(mode == M_PRIV ? &r.own[k] : &r.pt);
+        mmp_pt_fini(&r.tab[k]);
     free(r.pages);
     return (double)(r.per * threads) / (ns / 1e9);
 }
