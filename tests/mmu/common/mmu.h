@@ -75,6 +75,9 @@ uint64_t pl_arch_now_us(void);
 
 /* ---- a second CPU (smp.c) ---- */
 
+/** Every word of a frame the SMP scenario maps holds its physical address
+ * ^ this: a load shows which frame a translation reached. */
+#define PL_SMP_PATTERN 0x736d700000000000ull
 /** The table configuration of the SMP scenario: 0, or -1 with @p why. */
 int pl_arch_smp_target(struct pl_target *t, const char **why);
 /**

@@ -34,8 +34,9 @@
  *   - the other CPU's own regions: a region's sequence count is odd while
  *     its owner changes it; a page checked (lookup, AT, load, a store of
  *     the word's own pattern) between two equal even reads must agree with
- *     the owner's model. The owner's flush hook is a broadcast TLBI (IS):
- *     a local one would leave this CPU a stale entry to hit;
+ *     the owner's model. The owner's flush hook reaches both CPUs (a
+ *     broadcast TLBI IS, an IPI on x86): a local one would leave this
+ *     CPU a stale entry to hit;
  *   - stable pages (and the code, data and stacks, identity-mapped in
  *     the same table) never fault and read their pattern;
  *   - the always-mapped pages of shared regions: lookup must always find
@@ -72,7 +73,7 @@ extern char __image_start[], __image_end[];
 #define NREG (DUEL + 1)
 #define NDUEL (2 * RUN)    /* duel pages: runs 0 and 1, page p owned by CPU p % 2 */
 #define NHOT 64u  /* hot pages of shared region 0 (region 1: one run, 16) */
-#define PATTERN 0x736d700000000000ull
+#define PATTERN PL_SMP_PATTERN
 
 enum { A_NONE = 0, A_RW = 1, A_RO = 2 };
 #define REL ((AO_t)1 << 8) /* owner: releasing (its unmap is under way) */
@@ -652,8 +653,8 @@ static void stable_check(struct cpu_res *c)
  * TLB now holds the translation), the writer unmaps it or makes it
  * read-only, and the reader's next load or store must fault. Between
  * its two accesses the reader flushes nothing: only the writer's flush
- * hook, a broadcast TLBI, can remove its entry (a local TLBI, or a
- * flush limited to the writer, leaves it in place).
+ * hook, a broadcast TLBI or a shootdown IPI, can remove its entry (a
+ * local TLBI, or a flush limited to the writer, leaves it in place).
  */
 #define NSHOOT 32
 static volatile AO_t shoot; /* round * 4 + step */
@@ -931,7 +932,7 @@ void pl_run_smp(void)
               sum.duel_ops, sum.duel_retries, sum.duel_folded);
     pl_printf("smp: the other CPU's pages checked at a stable count: %lu (%lu raced a change); "
               "stable pages %lu; always-mapped shared pages %lu; %lu translations missed "
-              "inside another CPU's break-before-make; %lu flushes (TLBI ... IS)\n",
+              "inside another CPU's break-before-make; %lu flushes (reaching both CPUs)\n",
               sum.peer_checks, sum.peer_raced, sum.stable_checks, sum.sharedmap_checks,
               sum.transient, sum.flushes);
     uint64_t ov_lo = res[0].t_start > res[1].t_start ? res[0].t_start : res[1].t_start;

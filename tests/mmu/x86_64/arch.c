@@ -2,7 +2,7 @@
 /*
  * x86-64 payload: debug console (port 0xE9, QEMU -debugcon), exit through
  * QEMU's isa-debug-exit device, the IDT and the trap handler that turns
- * probe faults into records.
+ * probe faults into records (per CPU) and passes the shootdown IPI on.
  */
 #include "arch.h"
 #include "payload.h"
@@ -44,21 +44,24 @@ struct idt_gate {
     uint32_t off2, zero;
 };
 
-static struct idt_gate idt[32] __attribute__((aligned(16)));
+/* Exceptions 0-31, then the two interrupt vectors of the SMP scenario. */
+static struct idt_gate idt[PL_VEC_SPURIOUS + 1] __attribute__((aligned(16)));
 extern char pl_isr_stubs[];
 
-void pl_idt_init(void)
+static void gate(unsigned vec, unsigned stub)
 {
-    for (unsigned i = 0; i < 32; i++) {
-        uint64_t a = (uint64_t)(uintptr_t)(pl_isr_stubs + 16 * i);
-        idt[i].off0 = (uint16_t)a;
-        idt[i].sel = 0x08;
-        idt[i].ist = 0;
-        idt[i].type = 0x8e; /* present, DPL 0, 64-bit interrupt gate */
-        idt[i].off1 = (uint16_t)(a >> 16);
-        idt[i].off2 = (uint32_t)(a >> 32);
-        idt[i].zero = 0;
-    }
+    uint64_t a = (uint64_t)(uintptr_t)(pl_isr_stubs + 16 * stub);
+    idt[vec].off0 = (uint16_t)a;
+    idt[vec].sel = 0x08;
+    idt[vec].ist = 0;
+    idt[vec].type = 0x8e; /* present, DPL 0, 64-bit interrupt gate */
+    idt[vec].off1 = (uint16_t)(a >> 16);
+    idt[vec].off2 = (uint32_t)(a >> 32);
+    idt[vec].zero = 0;
+}
+
+void pl_idt_load(void)
+{
     struct __attribute__((packed)) {
         uint16_t limit;
         uint64_t base;
@@ -66,47 +69,72 @@ void pl_idt_init(void)
     __asm__ volatile("lidt %0" ::"m"(ptr));
 }
 
+void pl_idt_init(void)
+{
+    for (unsigned i = 0; i < 32; i++)
+        gate(i, i);
+    gate(PL_VEC_IPI, 32);
+    gate(PL_VEC_SPURIOUS, 33);
+    pl_idt_load();
+}
+
 /* ---- traps and probes ---- */
 
-static volatile int probe_armed;
-static volatile uint64_t probe_vec, probe_err, probe_cr2;
-uint64_t pl_probe_resume; /* where a faulting load/store continues */
+/* Probe state per CPU: both CPUs probe at once in the SMP scenario. */
+static struct {
+    volatile int armed;
+    volatile uint64_t vec, err, cr2, resume; /* resume: where a faulting access continues */
+} probe_st[PL_NCPU];
+
+unsigned pl_x86_cpu(void)
+{
+    return (unsigned)pl_rdmsr(MSR_GS_BASE);
+}
 
 void pl_trap(struct pl_frame *f);
 void pl_trap(struct pl_frame *f)
 {
-    if (probe_armed && f->vec == 14) {
-        probe_vec = f->vec;
-        probe_err = f->err;
-        probe_cr2 = pl_read_cr(2);
-        probe_armed = 0;
+    if (f->vec == PL_VEC_IPI) {
+        pl_x86_ipi();
+        return;
+    }
+    if (f->vec == PL_VEC_SPURIOUS) /* no EOI for a spurious interrupt (SDM 3A 10.9) */
+        return;
+    unsigned cpu = pl_x86_cpu();
+    if (probe_st[cpu].armed && f->vec == 14) {
+        probe_st[cpu].vec = f->vec;
+        probe_st[cpu].err = f->err;
+        probe_st[cpu].cr2 = pl_read_cr(2);
+        probe_st[cpu].armed = 0;
         if (f->err & PF_ID) {
             /* The call target faulted: return to the caller. */
             f->rip = *(uint64_t *)(uintptr_t)f->rsp;
             f->rsp += 8;
         } else {
-            f->rip = pl_probe_resume;
+            f->rip = probe_st[cpu].resume;
         }
         return;
     }
-    pl_printf("FAIL: unexpected exception %u: error %lx RIP %lx CR2 %lx\n",
-              (unsigned)f->vec, f->err, f->rip, pl_read_cr(2));
+    pl_printf("FAIL: unexpected exception %u on CPU %u: error %lx RIP %lx CR2 %lx\n",
+              (unsigned)f->vec, cpu, f->err, f->rip, pl_read_cr(2));
     pl_exit(2);
 }
 
-static void probe_begin(void)
+static unsigned probe_begin(void)
 {
-    probe_vec = probe_err = probe_cr2 = 0;
-    probe_armed = 1;
+    unsigned cpu = pl_x86_cpu();
+    probe_st[cpu].vec = probe_st[cpu].err = probe_st[cpu].cr2 = 0;
+    probe_st[cpu].armed = 1;
+    return cpu;
 }
 
-static int probe_end(struct pl_probe *p, uint64_t value)
+static int probe_end(unsigned cpu, struct pl_probe *p, uint64_t value)
 {
-    int faulted = !probe_armed;
-    probe_armed = 0;
-    p->vec = faulted ? probe_vec : 0;
-    p->err = probe_err;
-    p->cr2 = probe_cr2;
+    int faulted = !probe_st[cpu].armed;
+    probe_st[cpu].armed = 0;
+    p->vec = faulted ? probe_st[cpu].vec : 0;
+    p->err = probe_st[cpu].err;
+    p->cr2 = probe_st[cpu].cr2;
     p->value = value;
     return faulted ? -1 : 0;
 }
@@ -114,39 +142,39 @@ static int probe_end(struct pl_probe *p, uint64_t value)
 int pl_probe_load(uint64_t va, struct pl_probe *p)
 {
     uint64_t v = 0, tmp;
-    probe_begin();
+    unsigned cpu = probe_begin();
     __asm__ volatile("leaq 1f(%%rip), %1\n\t"
-                     "movq %1, pl_probe_resume(%%rip)\n\t"
+                     "movq %1, (%3)\n\t"
                      "movq (%2), %0\n"
                      "1:"
                      : "+r"(v), "=&r"(tmp)
-                     : "r"(va)
+                     : "r"(va), "r"(&probe_st[cpu].resume)
                      : "memory");
-    return probe_end(p, v);
+    return probe_end(cpu, p, v);
 }
 
 int pl_probe_store(uint64_t va, uint64_t value, struct pl_probe *p)
 {
     uint64_t tmp;
-    probe_begin();
+    unsigned cpu = probe_begin();
     __asm__ volatile("leaq 1f(%%rip), %0\n\t"
-                     "movq %0, pl_probe_resume(%%rip)\n\t"
+                     "movq %0, (%3)\n\t"
                      "movq %1, (%2)\n"
                      "1:"
                      : "=&r"(tmp)
-                     : "r"(value), "r"(va)
+                     : "r"(value), "r"(va), "r"(&probe_st[cpu].resume)
                      : "memory");
-    return probe_end(p, value);
+    return probe_end(cpu, p, value);
 }
 
 int pl_probe_exec(uint64_t va, struct pl_probe *p)
 {
-    probe_begin();
+    unsigned cpu = probe_begin();
     __asm__ volatile("call *%0"
                      :
                      : "r"(va)
                      : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "memory");
-    return probe_end(p, 0);
+    return probe_end(cpu, p, 0);
 }
 
 void pl_boot_paging_restore(void)

@@ -3,6 +3,7 @@
 #ifndef MMPORT_TESTS_MMU_X86_64_ARCH_H
 #define MMPORT_TESTS_MMU_X86_64_ARCH_H
 
+#include <atomic_ops.h>
 #include <stdint.h>
 
 struct pl_frame {
@@ -33,6 +34,7 @@ static inline void pl_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
 }
 
 #define MSR_EFER 0xc0000080u
+#define MSR_GS_BASE 0xc0000101u /* holds the CPU's index (pl_x86_cpu) */
 #define MSR_PAT 0x277u
 #define CR4_LA57 (1u << 12)
 
@@ -58,6 +60,36 @@ int pl_probe_store(uint64_t va, uint64_t value, struct pl_probe *p);
 int pl_probe_exec(uint64_t va, struct pl_probe *p);
 
 void pl_idt_init(void);
+/** Load the IDT pl_idt_init filled (CPU 1 shares it). */
+void pl_idt_load(void);
+
+/* ---- a second CPU (smp.c) ---- */
+
+#define PL_NCPU 2
+#define PL_VEC_IPI 64       /* TLB shootdown (start.S has the same numbers) */
+#define PL_VEC_SPURIOUS 79  /* the local APIC's spurious vector */
+
+/** This CPU's index: 0 for the one that booted (IA32_GS_BASE holds it). */
+unsigned pl_x86_cpu(void);
+/** 0 when CPU 1 can be started (copies its start code), else -1 and @p why. */
+int pl_x86_smp_prepare(const char **why);
+/** A TLB flush on this CPU and, while CPU 1 runs, a shootdown on the other. */
+void pl_x86_flush(uint64_t va, uint64_t size, unsigned flags);
+/** The shootdown IPI's handler (interrupts off, on the interrupted stack). */
+void pl_x86_ipi(void);
+
+/* What CPU 1 needs on its way from the STARTUP IPI to fn(arg); start.S
+ * reads sp at offset AP_SP (0). */
+struct pl_ap_boot {
+    uint64_t sp, cr3, cr4, pat;
+    void (*fn)(void *);
+    void *arg;
+    volatile AO_t state; /* 1: on the table with interrupts on, 2: fn returned */
+};
+extern struct pl_ap_boot pl_ap_boot;
+void pl_x86_ap_main(struct pl_ap_boot *b);
+/* The real-mode start code, copied below 1 MiB for the STARTUP IPI. */
+extern char pl_ap_tramp[], pl_ap_tramp_end[];
 /* Back to the boot map (4-level). */
 void pl_boot_paging_restore(void);
 

@@ -251,10 +251,8 @@ void pl_arch_tlb_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
         pl_svm_flush();
     else if (ept_active)
         pl_vmx_invept();
-    else if (flags & MMP_FLUSH_ALL)
-        mmp_arch_tlb_flush_global();
     else
-        mmp_arch_tlb_flush_range(va, size, true);
+        pl_x86_flush(va, size, flags);
 }
 
 static int bad(uint64_t va, const char *what, uint64_t want, uint64_t got)
@@ -579,44 +577,15 @@ int pl_arch_access(uint64_t va, int store, uint64_t value)
     return (store ? pl_probe_store(va, value, &p) : pl_probe_load(va, &p)) != 0;
 }
 
-/* ---- a second CPU (common/smp.c): not brought up on x86 (no INIT-SIPI
- * code in this payload); the aarch64 payload runs the SMP scenario. ---- */
+/* ---- a second CPU (common/smp.c; CPU 1 itself is smp.c) ---- */
 
 int pl_arch_smp_target(struct pl_target *t, const char **why)
 {
-    (void)t;
-    *why = "the x86-64 payload starts no second CPU (the aarch64 payload runs this scenario)";
-    return -1;
-}
-
-int pl_arch_smp_start(const struct pl_target *t, const struct mmp_pt *pt, void (*fn)(void *),
-                      void *arg, const char **why)
-{
-    (void)t, (void)pt, (void)fn, (void)arg;
-    *why = "no second CPU";
-    return -1;
-}
-
-int pl_arch_smp_join(uint64_t us)
-{
-    (void)us;
-    return -1;
-}
-
-unsigned pl_arch_cpu(void)
-{
+    if (pl_x86_smp_prepare(why))
+        return -1;
+    uint32_t r[4];
+    pl_cpuid(0x80000001, 0, r);
+    int n = 0;
+    add(t, &n, 48, (r[3] & (1u << 26)) ? 1ull << 30 : 2ull << 20, "x86-64 4-level, SHARED");
     return 0;
-}
-
-int pl_arch_translate(const struct pl_target *t, uint64_t va, int write, uint64_t *pa)
-{
-    (void)t, (void)va, (void)write, (void)pa;
-    return PL_FAULT_OTHER;
-}
-
-int pl_arch_load(uint64_t va, uint64_t *v)
-{
-    (void)va;
-    *v = 0;
-    return 1;
 }

@@ -112,13 +112,18 @@ int pl_main(void)
     pl_printf("mmport real-MMU payload (x86_64), %s, LA57 %s\n", vendor,
               (r[2] >> 16) & 1 ? "yes" : "no");
     bringup();
-    tlb_helpers();
-    pl_run_scenarios();
-    extern uint64_t pl_npt_compared, pl_ept_compared;
-    pl_printf("translations compared: NPT %lu, EPT %lu (guest-physical addresses a guest "
-              "accessed, each checked against mmport's model)\n", pl_npt_compared,
-              pl_ept_compared);
-    bringup_la57((r[2] >> 16) & 1);
+#ifdef PL_SMP_ONLY /* PL_EXTRA=-DPL_SMP_ONLY: only the SMP scenario */
+    if (0)
+#endif
+    {
+        tlb_helpers();
+        pl_run_scenarios();
+        extern uint64_t pl_npt_compared, pl_ept_compared;
+        pl_printf("translations compared: NPT %lu, EPT %lu (guest-physical addresses a guest "
+                  "accessed, each checked against mmport's model)\n", pl_npt_compared,
+                  pl_ept_compared);
+        bringup_la57((r[2] >> 16) & 1);
+    }
     pl_run_smp();
     pl_finish();
 }

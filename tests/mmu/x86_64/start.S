@@ -12,6 +12,50 @@
 #define SEL_CODE64 0x08
 #define SEL_DATA 0x10
 #define SEL_CODE32 0x18
+#define PL_VEC_IPI 64
+#define PL_VEC_SPURIOUS 79
+#define AP_SP 0 /* struct pl_ap_boot (arch.h) */
+
+/* Every data segment register: the flat data descriptor. */
+    .macro  flat_data
+    mov     $SEL_DATA, %ax
+    mov     %ax, %ds
+    mov     %ax, %es
+    mov     %ax, %ss
+    mov     %ax, %fs
+    mov     %ax, %gs
+    .endm
+
+/* From 32-bit protected mode, paging off, to 64-bit code at \target on the
+ * boot map (both CPUs take this way). */
+    .macro  enter_ia32e target
+    /* CR4: PAE (5), PGE (7), OSFXSR (9), OSXMMEXCPT (10). */
+    mov     %cr4, %eax
+    or      $((1 << 5) | (1 << 7) | (1 << 9) | (1 << 10)), %eax
+    mov     %eax, %cr4
+    mov     $boot_pml4, %eax
+    mov     %eax, %cr3
+    /* EFER (MSR C000_0080): LME (8), NXE (11) if CPUID 8000_0001 EDX[20]. */
+    mov     $0x80000001, %eax
+    cpuid
+    xor     %esi, %esi
+    bt      $20, %edx
+    jnc     3f
+    mov     $(1 << 11), %esi
+3:  mov     $0xC0000080, %ecx
+    rdmsr
+    or      $(1 << 8), %eax
+    or      %esi, %eax
+    wrmsr
+    /* CR0: PG (31), WP (16: read-only applies to CPL 0 too), PE (0), MP (1);
+     * EM (2) off so SSE works. */
+    mov     %cr0, %eax
+    and     $~(1 << 2), %eax
+    or      $((1 << 31) | (1 << 16) | (1 << 1) | 1), %eax
+    mov     %eax, %cr0
+    lgdt    gdt_ptr
+    ljmp    $SEL_CODE64, $\target
+    .endm
 
     .section .text.boot, "ax"
     .code32
@@ -55,47 +99,57 @@ _start:
     inc     %ecx
     cmp     $2048, %ecx
     jb      2b
-    /* CR4: PAE (5), PGE (7), OSFXSR (9), OSXMMEXCPT (10). */
-    mov     %cr4, %eax
-    or      $((1 << 5) | (1 << 7) | (1 << 9) | (1 << 10)), %eax
-    mov     %eax, %cr4
-    mov     $boot_pml4, %eax
-    mov     %eax, %cr3
-    /* EFER (MSR C000_0080): LME (8), NXE (11) if CPUID 8000_0001 EDX[20]. */
-    mov     $0x80000001, %eax
-    cpuid
-    xor     %esi, %esi
-    bt      $20, %edx
-    jnc     3f
-    mov     $(1 << 11), %esi
-3:  mov     $0xC0000080, %ecx
-    rdmsr
-    or      $(1 << 8), %eax
-    or      %esi, %eax
-    wrmsr
-    /* CR0: PG (31), WP (16: read-only applies to CPL 0 too), PE (0), MP (1);
-     * EM (2) off so SSE works. */
-    mov     %cr0, %eax
-    and     $~(1 << 2), %eax
-    or      $((1 << 31) | (1 << 16) | (1 << 1) | 1), %eax
-    mov     %eax, %cr0
-    lgdt    gdt_ptr
-    ljmp    $SEL_CODE64, $long_entry
+    enter_ia32e long_entry
 
     .code64
 long_entry:
-    mov     $SEL_DATA, %ax
-    mov     %ax, %ds
-    mov     %ax, %es
-    mov     %ax, %ss
-    mov     %ax, %fs
-    mov     %ax, %gs
+    flat_data
     mov     $__stack_top, %rsp
     call    pl_main
     mov     %eax, %edi
     call    pl_exit
 4:  hlt
     jmp     4b
+
+/*
+ * CPU 1's way into long mode. A STARTUP IPI with vector V starts it in
+ * real mode at CS:IP = V*0x100:0 (SDM 3A 9.4.4.1 "Typical BSP
+ * Initialization Sequence", 10.6.1): pl_ap_tramp is copied to that page
+ * below 1 MiB. It loads the GDT (through a copy of its pointer: real
+ * mode reaches 64 KiB from CS only), sets CR0.PE and jumps to
+ * ap_entry32 in the image, which takes _start's way into IA-32e mode on
+ * the boot map; ap_entry64 takes its stack from pl_ap_boot and calls
+ * pl_x86_ap_main(&pl_ap_boot).
+ */
+    .code16
+    .global pl_ap_tramp, pl_ap_tramp_end
+pl_ap_tramp:
+    cli
+    lgdtl   %cs:(ap_gdt_ptr - pl_ap_tramp)
+    mov     %cr0, %eax
+    or      $1, %eax
+    mov     %eax, %cr0
+    ljmpl   $SEL_CODE32, $ap_entry32
+    .balign 4
+ap_gdt_ptr:
+    .word   gdt_end - gdt - 1
+    .long   gdt
+pl_ap_tramp_end:
+
+    .code32
+ap_entry32:
+    flat_data
+    enter_ia32e ap_entry64
+
+    .code64
+ap_entry64:
+    flat_data
+    mov     pl_ap_boot + AP_SP(%rip), %rsp
+    lea     pl_ap_boot(%rip), %rdi
+    call    pl_x86_ap_main
+5:  cli
+    hlt
+    jmp     5b
 
 /*
  * pl_x86_set_paging(cr3 = rdi, la57 = esi): load CR3; when CR4.LA57 must
@@ -178,6 +232,9 @@ pl_isr_stubs:
     .irp    v, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
     isr     \v
     .endr
+    /* stubs 32, 33: the shootdown IPI and the local APIC's spurious vector */
+    isr     PL_VEC_IPI
+    isr     PL_VEC_SPURIOUS
 
 pl_isr_common:
     push    %rax
