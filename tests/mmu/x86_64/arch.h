@@ -27,6 +27,30 @@ static inline uint64_t pl_rdmsr(uint32_t msr)
     return ((uint64_t)hi << 32) | lo;
 }
 
+static inline void pl_wrmsr(uint32_t msr, uint64_t v)
+{
+    __asm__ volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
+}
+
+static inline void outb(uint16_t port, uint8_t v)
+{
+    __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port));
+}
+static inline void outw(uint16_t port, uint16_t v)
+{
+    __asm__ volatile("outw %0, %1" ::"a"(v), "Nd"(port));
+}
+static inline void outl(uint16_t port, uint32_t v)
+{
+    __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(port));
+}
+static inline uint8_t inb(uint16_t port)
+{
+    uint8_t v;
+    __asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
+    return v;
+}
+
 static inline void pl_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
 {
     __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
@@ -60,6 +84,8 @@ int pl_probe_store(uint64_t va, uint64_t value, struct pl_probe *p);
 int pl_probe_exec(uint64_t va, struct pl_probe *p);
 
 void pl_idt_init(void);
+/** Measure the TSC against the PIT (for pl_arch_now_us): ticks per us. */
+unsigned pl_x86_tsc_calibrate(void);
 /** Load the IDT pl_idt_init filled (CPU 1 shares it). */
 void pl_idt_load(void);
 

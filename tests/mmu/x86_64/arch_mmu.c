@@ -562,15 +562,6 @@ void pl_arch_flip(const struct pl_target *t, uint64_t *desc)
     mmp_arch_tlb_flush_global();
 }
 
-uint64_t pl_arch_now_us(void)
-{
-    /* QEMU TCG's TSC counts at the emulated CPU's nominal rate; assume
-     * 1 GHz when CPUID leaf 0x15 gives nothing: only for progress lines. */
-    uint32_t lo, hi;
-    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return (((uint64_t)hi << 32) | lo) / 1000;
-}
-
 int pl_arch_access(uint64_t va, int store, uint64_t value)
 {
     struct pl_probe p;

@@ -109,8 +109,8 @@ int pl_main(void)
     memcpy(vendor + 8, &r[2], 4);
     vendor[12] = 0;
     pl_cpuid(7, 0, r);
-    pl_printf("mmport real-MMU payload (x86_64), %s, LA57 %s\n", vendor,
-              (r[2] >> 16) & 1 ? "yes" : "no");
+    pl_printf("mmport real-MMU payload (x86_64), %s, LA57 %s, TSC %u MHz\n", vendor,
+              (r[2] >> 16) & 1 ? "yes" : "no", pl_x86_tsc_calibrate());
     bringup();
 #ifdef PL_SMP_ONLY /* PL_EXTRA=-DPL_SMP_ONLY: only the SMP scenario */
     if (0)

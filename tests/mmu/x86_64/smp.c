@@ -32,25 +32,6 @@
 #define TRAMP 0x8000u /* STARTUP vector 0x08: CS:IP = 0800:0000 */
 #define CR4_VMXE (1ull << 13)
 
-static inline void outb(uint16_t port, uint8_t v)
-{
-    __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port));
-}
-static inline void outw(uint16_t port, uint16_t v)
-{
-    __asm__ volatile("outw %0, %1" ::"a"(v), "Nd"(port));
-}
-static inline uint8_t inb(uint16_t port)
-{
-    uint8_t v;
-    __asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
-    return v;
-}
-static void wrmsr(uint32_t msr, uint64_t v)
-{
-    __asm__ volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
-}
-
 static uint32_t apic_read(unsigned reg)
 {
     return *(volatile uint32_t *)(uintptr_t)(LAPIC + reg);
@@ -169,8 +150,8 @@ _Static_assert(__builtin_offsetof(struct pl_ap_boot, sp) == 0, "start.S reads sp
 
 void pl_x86_ap_main(struct pl_ap_boot *b)
 {
-    wrmsr(MSR_GS_BASE, 1);
-    wrmsr(MSR_PAT, b->pat);
+    pl_wrmsr(MSR_GS_BASE, 1);
+    pl_wrmsr(MSR_PAT, b->pat);
     pl_idt_load();
     apic_enable();
     __asm__ volatile("mov %0, %%cr3" ::"r"(b->cr3) : "memory");

@@ -61,11 +61,6 @@ static int flush_pending;
 #define V16(off) (*(volatile uint16_t *)(vmcb + (off)))
 #define V8(off) (*(volatile uint8_t *)(vmcb + (off)))
 
-static void wrmsr(uint32_t msr, uint64_t v)
-{
-    __asm__ volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
-}
-
 /* The guest: one access at gPA %rax (store value in %rdx), then VMMCALL. */
 extern char pl_guest_load[], pl_guest_store[], pl_guest_exec[];
 __asm__(".text\n"
@@ -94,8 +89,8 @@ int pl_svm_init(const char **why)
         *why = "CPUID.8000000A:EDX.NP (nested paging) clear";
         return -1;
     }
-    wrmsr(MSR_EFER, pl_rdmsr(MSR_EFER) | EFER_SVME);
-    wrmsr(MSR_VM_HSAVE_PA, (uint64_t)(uintptr_t)hsave);
+    pl_wrmsr(MSR_EFER, pl_rdmsr(MSR_EFER) | EFER_SVME);
+    pl_wrmsr(MSR_VM_HSAVE_PA, (uint64_t)(uintptr_t)hsave);
 
     /* Guest paging: identity over 1 TiB with 1 GiB pages, A/D preset. */
     for (unsigned i = 0; i < 2; i++) {

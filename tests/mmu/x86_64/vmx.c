@@ -74,11 +74,6 @@ static uint8_t tss[104] __attribute__((aligned(16)));
 static uint64_t ept_cap, cur_eptp;
 static int launched;
 
-static void wrmsr(uint32_t msr, uint64_t v)
-{
-    __asm__ volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
-}
-
 static int vmwrite(uint64_t field, uint64_t v)
 {
     uint8_t bad;
@@ -140,7 +135,7 @@ int pl_vmx_init(const char **why)
     }
     uint64_t fc = pl_rdmsr(MSR_FEATURE_CONTROL);
     if (!(fc & 1))
-        wrmsr(MSR_FEATURE_CONTROL, fc | 1 | 4); /* lock, VMXON outside SMX */
+        pl_wrmsr(MSR_FEATURE_CONTROL, fc | 1 | 4); /* lock, VMXON outside SMX */
     else if (!(fc & 4)) {
         *why = "IA32_FEATURE_CONTROL locked without VMXON outside SMX";
         return -1;
