@@ -591,22 +591,16 @@ int pl_arch_smp_start(const struct pl_target *t, const struct mmp_pt *pt, void (
         *why = msg;
         return -1;
     }
-    uint64_t t0 = pl_arch_now_us();
-    while (AO_load_acquire(&b->state) < 1)
-        if (pl_arch_now_us() - t0 > 20000000) {
-            *why = "CPU 1 did not come up on the table within 20 s";
-            return -1;
-        }
+    if (pl_wait_for(&b->state, 1, 20000000)) {
+        *why = "CPU 1 did not come up on the table within 20 s";
+        return -1;
+    }
     return 0;
 }
 
 int pl_arch_smp_join(uint64_t us)
 {
-    uint64_t t0 = pl_arch_now_us();
-    while (AO_load_acquire(&cpu1_boot.state) < 2)
-        if (pl_arch_now_us() - t0 > us)
-            return -1;
-    return 0;
+    return pl_wait_for(&cpu1_boot.state, 2, us);
 }
 
 unsigned pl_arch_cpu(void)

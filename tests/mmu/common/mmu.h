@@ -8,6 +8,7 @@
 #ifndef MMPORT_TESTS_MMU_MMU_H
 #define MMPORT_TESTS_MMU_MMU_H
 
+#include <atomic_ops.h>
 #include <mmport/pt.h>
 
 #include "payload.h"
@@ -87,6 +88,8 @@ int pl_arch_smp_target(struct pl_target *t, const char **why);
  */
 int pl_arch_smp_start(const struct pl_target *t, const struct mmp_pt *pt, void (*fn)(void *),
                       void *arg, const char **why);
+/** Wait up to @p us microseconds for *@p v to reach @p want: 0, or -1. */
+int pl_wait_for(volatile AO_t *v, AO_t want, uint64_t us);
 /** Wait up to @p us microseconds for CPU 1 to return from fn: 0, or -1. */
 int pl_arch_smp_join(uint64_t us);
 /** This CPU's index (0: the one that booted). */

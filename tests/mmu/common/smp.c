@@ -152,6 +152,15 @@ static void stamp(uint64_t pa, uint64_t size)
         *(volatile uint64_t *)(uintptr_t)a = a ^ PATTERN;
 }
 
+int pl_wait_for(volatile AO_t *v, AO_t want, uint64_t us)
+{
+    uint64_t t0 = pl_arch_now_us();
+    while (AO_load_acquire(v) < want)
+        if (pl_arch_now_us() - t0 > us)
+            return -1;
+    return 0;
+}
+
 /* ---- per-CPU results ---- */
 
 struct cpu_res {

@@ -229,22 +229,18 @@ int pl_arch_smp_start(const struct pl_target *t, const struct mmp_pt *pt, void (
         smp_off();
         return -1;
     }
-    uint64_t t0 = pl_arch_now_us();
-    while (AO_load_acquire(&b->state) < 1)
-        if (pl_arch_now_us() - t0 > 20000000) {
-            *why = "CPU 1 did not come up on the table within 20 s";
-            smp_off();
-            return -1;
-        }
+    if (pl_wait_for(&b->state, 1, 20000000)) {
+        *why = "CPU 1 did not come up on the table within 20 s";
+        smp_off();
+        return -1;
+    }
     return 0;
 }
 
 int pl_arch_smp_join(uint64_t us)
 {
-    uint64_t t0 = pl_arch_now_us();
-    while (AO_load_acquire(&pl_ap_boot.state) < 2)
-        if (pl_arch_now_us() - t0 > us)
-            return -1;
+    if (pl_wait_for(&pl_ap_boot.state, 2, us))
+        return -1;
     smp_off();
     return 0;
 }
