@@ -9,30 +9,44 @@
 set -u
 . scripts/check-step.sh
 top=$(pwd)
+# One unpatched copy is built first; each planted copy starts from it with
+# its objects (timestamps kept), so only what a patch touches, and what
+# includes it, is compiled again.
+base=build/planted/base
+rm -rf build/planted
+mkdir -p "$base/src"
+# The sources as they are now (plus config.mak); outside git: the source dirs.
+if git ls-files -c -o --exclude-standard 2>/dev/null |
+    while IFS= read -r f; do [ -f "$f" ] && printf '%s\n' "$f"; done > "$base/files" &&
+    [ -s "$base/files" ]; then
+    tar -cf - -T "$base/files" | tar -xf - -C "$base/src"
+else
+    cp -R core arch include host fuzz tests mk Makefile "$base/src/"
+fi
+cp config.mak "$base/src/"
+fuzz_build() { # fuzz_build <copy dir>
+    make --no-print-directory -j2 -C "$1/src" -f mk/build.mk B=build ARCH="$(uname -m)" CC=gcc \
+        fuzz > "$1/build.log" 2>&1
+}
+if ! fuzz_build "$base"; then
+    tail -5 "$base/build.log"
+    ko "planted: building the unpatched fuzz replay"
+    step_results
+    exit 1
+fi
 for p in $(ls tests/planted/*.patch 2>/dev/null | sort -V); do
     [ -f "$p" ] || { ko "no planted bugs in tests/planted"; break; }
     n=$(basename "$p" .patch)
     what=$(sed -n '1s/^# *//p' "$p")
     d=build/planted/$n
-    rm -rf "$d"
-    mkdir -p "$d/src"
-    # The sources as they are now (plus config.mak); outside git: the source dirs.
-    if git ls-files -c -o --exclude-standard 2>/dev/null |
-        while IFS= read -r f; do [ -f "$f" ] && printf '%s\n' "$f"; done > "$d/files" &&
-        [ -s "$d/files" ]; then
-        tar -cf - -T "$d/files" | tar -xf - -C "$d/src"
-    else
-        cp -R core arch include host fuzz tests mk Makefile "$d/src/"
-    fi
-    cp config.mak "$d/src/"
+    cp -a "$base" "$d"
     if ! (cd "$d/src" && patch -p1 -s --dry-run < "$top/$p" > "$top/$d/patch.log" 2>&1); then
         cat "$d/patch.log"
         ko "planted $n: the patch no longer applies to this tree, remake it ($what)"
         continue
     fi
     (cd "$d/src" && patch -p1 -s < "$top/$p")
-    if ! make --no-print-directory -j2 -C "$d/src" -f mk/build.mk B=build ARCH="$(uname -m)" CC=gcc \
-        fuzz > "$d/build.log" 2>&1; then
+    if ! fuzz_build "$d"; then
         tail -5 "$d/build.log"
         ko "planted $n: building the fuzz replay with it ($what)"
         continue
