@@ -22,17 +22,26 @@ cross = $(SUB) B=build/aarch64 ARCH=aarch64 CC="$(CROSS_CC)" AR=aarch64-linux-gn
 all: config.mak
 	+@$(native) all
 
-# Building needs only a C compiler and the libatomic_ops headers; only the
-# check and run targets install the test tools (Debian, as root), then
-# configure again with the same arguments when it had missed some.
-NEEDS_DEPS := $(filter check run fuzz deps,$(MAKECMDGOALS))
+# Building needs only a C compiler and the libatomic_ops headers. Each
+# target installs what it needs and no more (Debian, as root;
+# scripts/install-deps.sh names the packages): `make run` the compiler,
+# make and libatomic_ops; `make fuzz` clang and libFuzzer besides; `make
+# check` and `make deps` every test tool, then configure again with the
+# same arguments when it had missed some.
+DEPS_FOR := $(if $(filter check deps,$(MAKECMDGOALS)),check,$(if \
+              $(filter fuzz,$(MAKECMDGOALS)),fuzz,$(if $(filter run,$(MAKECMDGOALS)),run)))
 config.mak: configure
-	$(if $(NEEDS_DEPS),@scripts/install-deps.sh)
+	$(if $(DEPS_FOR),@scripts/install-deps.sh $(DEPS_FOR))
 	@if [ -x config.status ]; then ./config.status; else ./configure; fi
 
 deps: config.mak
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh check
 	@$(if $(MISSING_TOOLS),echo "configure again: it had not found$(MISSING_TOOLS)" && ./config.status,:)
+deps-run: config.mak
+	@scripts/install-deps.sh run
+deps-fuzz: config.mak
+	@scripts/install-deps.sh fuzz
+	@$(if $(filter $(or $(CLANG),clang),$(MISSING_TOOLS)),echo "configure again: it had not found clang" && ./config.status,:)
 
 # The build pieces scripts/check.sh drives; each usable on its own.
 build-native: config.mak
@@ -51,7 +60,7 @@ FUZZ_SECONDS ?= 60
 fuzz = $(SUB) B=build/fuzz ARCH=$(ARCH) CC="$(CLANG)" FUZZ_ENGINE=libfuzzer \
        VFLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all" \
        FUZZ_LDFLAGS="-fsanitize=fuzzer"
-fuzz: deps
+fuzz: deps-fuzz
 	+@$(MAKE) --no-print-directory fuzz-run
 fuzz-run:
 	+@$(fuzz) fuzz
@@ -67,9 +76,22 @@ check-run:
 	+@ARCH="$(ARCH)" CROSS_CC="$(CROSS_CC)" QEMU_AARCH64="$(QEMU_AARCH64)" \
 	  MISSING_TOOLS="$(MISSING_TOOLS)" scripts/check.sh
 
-run: deps
+run: deps-run
 	+@$(MAKE) --no-print-directory all
 	$(NATIVE_B)/mmport demo
+
+# The object a bare-metal hypervisor links (docs/DESIGN.md, "Linking the
+# freestanding object"): build/freestanding-<arch>/mmport-freestanding.o.
+# FREESTANDING_ARCH=aarch64 builds it with the configured cross compiler;
+# FREESTANDING_CC and FREESTANDING_CFLAGS (the hypervisor's own flags, e.g.
+# -mgeneral-regs-only -mcmodel=kernel) override.
+FREESTANDING_ARCH ?= $(ARCH)
+FREESTANDING_CC ?= $(if $(filter $(ARCH),$(FREESTANDING_ARCH)),$(CC),$(CROSS_CC))
+FREESTANDING_B = build/freestanding-$(FREESTANDING_ARCH)
+freestanding: config.mak
+	+@$(MAKE) --no-print-directory -f mk/freestanding.mk FARCH="$(FREESTANDING_ARCH)" \
+	  FCC="$(FREESTANDING_CC)" FB="$(FREESTANDING_B)" FREESTANDING_CFLAGS="$(FREESTANDING_CFLAGS)"
+	@echo "$(FREESTANDING_B)/mmport-freestanding.o: link it with your hypervisor (docs/DESIGN.md)"
 
 include mk/install.mk
 
@@ -79,5 +101,5 @@ clean:
 distclean: clean
 	rm -f config.mak config.status
 
-.PHONY: fuzz fuzz-run fuzz-merge all deps build-native build-asan build-tsan build-cross check check-run \
-        run clean distclean
+.PHONY: fuzz fuzz-run fuzz-merge all deps deps-run deps-fuzz build-native build-asan build-tsan \
+        build-cross check check-run run freestanding clean distclean

@@ -89,8 +89,8 @@ const struct mmp_core_clear_quirk mmp_core_clear_quirks[] = {
      "Raptor Lake client (also Lunar Lake 0xbd, Alder Lake-N 0xbe): as intel-alder-lake, "
      "nothing changed (ring L3, ERMS/FSRM, no AVX-512)"},
     {"intel-emerald-rapids", MMP_ARCH_X86_64, "GenuineIntel", 6, 6, 0xcf, 0xcf, 0, 0, 0, 0, 64,
-     "Emerald Rapids: CPUID reports the whole socket's mesh L3 (260 MiB on the dev "
-     "machine), but one core keeps only ~its 2 MiB L2 plus a share of it: measured "
+     "Emerald Rapids: CPUID reports the whole socket's mesh L3 (260 MiB on a "
+     "2-vCPU VM), but one core keeps only ~its 2 MiB L2 plus a share of it: measured "
      "(mmport bench clear, lines evicted first) rep stosb = NT at 4 MiB, NT 1.4x at "
      "8 MiB, 2.2x at 32 MiB; so AUTO goes cold from LLC/64"},
     /* ---- AMD and Hygon ---- */
@@ -107,7 +107,7 @@ const struct mmp_core_clear_quirk mmp_core_clear_quirks[] = {
      "introduce clear_pages()'), so whole extents, never page by page"},
     {"amd-zen4", MMP_ARCH_X86_64, "AuthenticAMD", 0x19, 0x19, 0x10, 0x1f, 0, 0, 0,
      B(CLZERO), 0,
-     "Zen 4 (Genoa): no CLZERO for cold clears: measured for issue 15 on a 2-vCPU Genoa "
+     "Zen 4 (Genoa): no CLZERO for cold clears: measured on a 2-vCPU Genoa "
      "VM (32 MiB L3), AUTO with CLZERO reached 0.65 of AVX-512/AVX2 NT at 1 GiB, and at "
      "16 MiB the two traded places run to run; CLZERO is meant for poison recovery, not "
      "fast zeroing (WikiChip 'CLZERO - x86'); AVX-512 NT is the cold kernel"},
@@ -119,7 +119,7 @@ const struct mmp_core_clear_quirk mmp_core_clear_quirks[] = {
      B(CLZERO), 0, "Zen 4c (Bergamo, Siena): same core as amd-zen4, smaller L3"},
     {"amd-zen5", MMP_ARCH_X86_64, "AuthenticAMD", 0x1a, 0x1a, 0x00, 0x4f, 0, 0, 0, 0, 0,
      "Zen 5: nothing changed: measured on 2-core EPYC VMs, 256 MiB-2 GiB: CLZERO ~35-54 "
-     "GB/s, AVX NT ~22-25, glibc memset ~21-26 (shared DESIGN facts); on the issue 15 "
+     "GB/s, AVX NT ~22-25, glibc memset ~21-26; on a 2-vCPU "
      "VM (family 0x1a model 2) CLZERO, AVX2 and AVX-512 NT tied at 64 MiB (~67 GB/s) "
      "and rep stosb ~51-59. That VM reports the host socket's L3 (508 MiB, CPUID "
      "0x80000006; no TOPOEXT leaf): the first-use scan lowers cold_min to 4 MiB there"},

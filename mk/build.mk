@@ -17,7 +17,6 @@ TEST_SRC := $(sort $(wildcard tests/*.c))
 MODEL_SRC := $(sort $(wildcard tests/model/*.c))
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 
-AO_INC := build/include-ao
 # The flags the build needs come first; the user's CFLAGS / CPPFLAGS /
 # LDFLAGS (configure, or `make CFLAGS=...`) are added after them, so they
 # can change optimisation or add hardening but never drop -fPIC, C11 or the
@@ -40,9 +39,7 @@ $(call obj,$(LIB_SRC)): OBJ_CFLAGS = $(LIB_CFLAGS)
 all: $(LIB_A) $(LIB_SO) $(CLI)
 tests: $(TEST_BIN)
 
-$(AO_INC)/atomic_ops.h:
-	@mkdir -p $(AO_INC)
-	ln -sfn $(AO_DIR)/atomic_ops.h $(AO_DIR)/atomic_ops $(AO_INC)/
+include mk/ao.mk
 
 # Generated registries: adding tests/test_foo.c, tools/cmd_foo.c or
 # tools/bench_foo.c is all it takes to register a suite or a command.

@@ -27,8 +27,16 @@ build/man/date: FORCE
 	@mkdir -p $(@D)
 	@echo $(MAN_DATE) | cmp -s - $@ || echo $(MAN_DATE) > $@
 
-# One page per public function and contract struct, from the headers.
-build/man/man3/.stamp: $(HEADERS) scripts/gen-man3.sh scripts/gen-man3.awk build/man/date
+# Tools install and man need beyond the compiler and coreutils: a missing
+# one is named, with its Debian package, instead of a shell's "not found".
+need_tool = command -v $(1) >/dev/null 2>&1 || { \
+  echo "make $(MAKECMDGOALS): $(2) needs $(1), which is not installed (Debian: apt-get install $(3))" >&2; \
+  exit 1; }
+
+# The section 3 pages, from the headers (scripts/gen-man3.sh).
+build/man/man3/.stamp: $(HEADERS) scripts/gen-man3.sh scripts/gen-man3.awk scripts/gen-man3-errors.awk \
+                       build/man/date
+	@$(call need_tool,awk,generating the man pages from the headers,mawk; any POSIX awk will do)
 	@rm -rf $(@D) && mkdir -p $(@D)
 	MAN_DATE=$(MAN_DATE) scripts/gen-man3.sh $(@D) $(HEADERS)
 	@touch $@
@@ -67,11 +75,19 @@ install: all man $(NATIVE_B)/mmport.pc
 	$(INSTALL_PROGRAM) $(NATIVE_B)/mmport $(DESTDIR)$(bindir)/
 	$(INSTALL_DATA) build/man/man1/mmport.1 $(DESTDIR)$(mandir)/man1/
 	$(INSTALL_DATA) build/man/man3/*.3 $(DESTDIR)$(mandir)/man3/
-	@$(if $(DESTDIR),:,echo; \
-	  echo "$(SONAME) is now in $(libdir). Programs linked to it find it"; \
-	  echo "once the loader's cache knows it: run 'ldconfig' as root (or add"; \
-	  echo "$(libdir) to LD_LIBRARY_PATH, or /etc/ld.so.conf.d/ when it is not"; \
-	  echo "a standard directory).")
+	@$(if $(DESTDIR),$(staged_hint),$(loader_hint))
+
+# After a staged install (DESTDIR): how to build against it; after a real
+# one: how the loader finds the library.
+staged_hint = echo; \
+  echo "Staged in $(DESTDIR). To build against the staged tree, point pkg-config at it:"; \
+  echo "  PKG_CONFIG_SYSROOT_DIR=$(DESTDIR) PKG_CONFIG_LIBDIR=$(DESTDIR)$(libdir)/pkgconfig"; \
+  echo "(the sysroot prefixes the -I and -L paths with $(DESTDIR); README.md, Building)."
+loader_hint = echo; \
+  echo "$(SONAME) is now in $(libdir). Programs linked to it find it"; \
+  echo "once the loader's cache knows it: run 'ldconfig' as root (or add"; \
+  echo "$(libdir) to LD_LIBRARY_PATH, or /etc/ld.so.conf.d/ when it is not"; \
+  echo "a standard directory)."
 
 # Removes exactly what install put there (the man3 names from the build).
 uninstall: man

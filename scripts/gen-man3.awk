@@ -1,13 +1,20 @@
-# Man pages from the public headers (POSIX awk; run by gen-man3.sh).
-# One page per MMP_API function and per contract struct (CONTRACTS), and
-# mmport(3), the overview. Doc comments are plain prose with two
-# conventions the pages rely on:
-#   "Errors: -EINVAL (why); -ENOMEM (why)."    (or "@return 0; -MMP_EINVAL
-#   for ...; ..."): each error name with its reason; "-EINVAL, -ERANGE as
-#   for map" and "as mmp_pt_walk()" take the reasons of another function.
-#   Error names are written as -EX or -MMP_EX; the pages say MMP_EX.
+# Man pages from the public headers (POSIX awk; run by gen-man3.sh after
+# gen-man3-errors.awk). Every public identifier of include/mmport/*.h is
+# described in a page (scripts/check-man.py verifies it):
+#   - one page per MMP_API function; a struct of the same name (the one
+#     the function fills) is described in it, member by member;
+#   - one page per other struct (members; contract structs, CONTRACTS,
+#     also carry their header's contract), per enum (values) and per
+#     typedef;
+#   - mmport(3), the overview: each header's file comment, its pages, and
+#     its macros (value and doc comment, by group); the error values.
+# A member or value whose doc names an enum ("enum mmp_pt_config_flag")
+# or is of an enum type lists that enum's values with their docs.
+# Doc comments are plain prose: a blank line starts a paragraph, "- " a
+# bullet, "@p name" an argument, "mmp_x()" a call; a doc comment right
+# before a run of #defines documents the group, "/**<" after one the macro.
 # Output: pages on stdout, each after a line "@@FILE name.3".
-# Variables: date, version, CONTRACTS (space-separated names).
+# Variables: date, version, CONTRACTS (space-separated struct names).
 
 function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
 
@@ -42,159 +49,39 @@ function errnames(s,    out, n) {
     return out s
 }
 
-# Prose lines to roff paragraphs: blank line = new paragraph, "- " = bullet.
-function paragraphs(text,    n, L, i, line, started) {
+# Page text is collected in BUF, then printed with its SEE ALSO section.
+function emit(s) { BUF = BUF s "\n" }
+
+# Prose to roff. Top level (tagged = 0): a blank line is a new paragraph
+# (.PP), "- " a bullet (.IP); a line that starts at the margin after
+# bullets ends them. Inside a tagged paragraph (tagged = 1: a member or
+# value) the same with .IP for paragraphs and the bullets in .RS/.RE,
+# so everything keeps the tag's indent.
+function paragraphs(text, tagged,    n, L, i, line, started, bullets, brk) {
     n = split(text, L, "\n")
-    started = 0
+    started = 0; bullets = 0; brk = 0
     for (i = 1; i <= n; i++) {
         line = L[i]
-        if (trim(line) == "") { if (started) print ".PP"; started = 0; continue }
-        if (line ~ /^[ \t]*- /) { sub(/^[ \t]*- /, "", line); print ".IP \\(bu 2" }
-        print roff(trim(line))
+        # "compare-and-" at a line's end: the word goes on on the next line
+        if (line ~ /[A-Za-z]-$/ && i < n && trim(L[i + 1]) != "" && L[i + 1] !~ /^[ \t]*- /) {
+            L[i + 1] = line trim(L[i + 1])
+            continue
+        }
+        if (trim(line) == "") { if (started) brk = 1; continue }
+        if (line ~ /^[ \t]*- /) {
+            sub(/^[ \t]*- /, "", line)
+            if (tagged && !bullets) emit(".RS")
+            emit(".IP \\(bu 2")
+            bullets = 1; brk = 0
+        } else if ((bullets && line !~ /^[ \t]/) || (started && brk)) {
+            if (tagged && bullets) emit(".RE")
+            emit(tagged ? ".IP" : ".PP")
+            bullets = 0; brk = 0
+        }
+        emit(roff(trim(line)))
         started = 1
     }
-}
-
-# Splits a doc comment into description and the error clause.
-function split_doc(doc, fn,    flat, p, tail, m, succ) {
-    flat = doc
-    gsub(/\n/, " ", flat); gsub(/[ \t]+/, " ", flat)
-    DESC[fn] = doc; SUCC[fn] = ""; ERRTXT[fn] = ""
-    p = match(flat, /@return |Errors:? /)
-    if (!p)
-        return
-    tail = substr(flat, RSTART + RLENGTH)
-    # keep the description as written (with its line breaks) up to the clause
-    DESC[fn] = cut_doc(doc, substr(flat, RSTART, RLENGTH))
-    if (substr(flat, RSTART, 1) == "@") {
-        m = match(tail, /-(MMP_)?E[A-Z][A-Z]+/)
-        succ = m ? substr(tail, 1, m - 1) : tail
-        ERRTXT[fn] = m ? substr(tail, m) : ""
-        succ = trim(succ); sub(/[;,]$/, "", succ); sub(/,? or$/, "", succ)
-        succ = trim(succ); sub(/[;,.]$/, "", succ)
-        SUCC[fn] = succ
-        if (match(succ, /^as [a-z_]+\(\)$/)) {
-            # "@return as mmp_clear(); ...": its return value and errors
-            REFS[fn] = " " substr(succ, 4, length(succ) - 5) ":*"
-            SUCC[fn] = ""
-        }
-    } else
-        ERRTXT[fn] = tail
-}
-
-# The part of doc before the first occurrence of marker (words may be
-# split over lines in doc; marker has single spaces).
-function cut_doc(doc, marker,    i, flat, c, want, out) {
-    want = index(doc, marker)
-    if (want)
-        return substr(doc, 1, want - 1)
-    # marker spans a line break: find it word by word
-    sub(/ .*/, "", marker)
-    want = index(doc, marker)
-    return want ? substr(doc, 1, want - 1) : doc
-}
-
-# Error clause -> E_NAME[fn, i], E_WHY[fn, i], E_N[fn]; notes -> RVNOTE[fn].
-function parse_errors(fn,    t, items, seps, n, i, depth, c, cur, j, names, why, ref, k, nn, pend, npend, sent) {
-    t = ERRTXT[fn]
-    n = 0; depth = 0; cur = ""
-    for (i = 1; i <= length(t); i++) {
-        c = substr(t, i, 1)
-        if (c == "(") depth++
-        if (c == ")") depth--
-        if (depth == 0 && c == ";") { items[++n] = cur; seps[n] = ";"; cur = ""; continue }
-        if (depth == 0 && c == "," && match(substr(t, i + 1), /^ (or )?-(MMP_)?E[A-Z][A-Z]+/)) {
-            items[++n] = cur; seps[n] = ","; cur = ""; continue
-        }
-        if (depth == 0 && c == "." && match(substr(t, i + 1), /^ [A-Za-z]/)) {
-            # a sentence after the error list belongs to the description
-            NOTES[fn] = trim(substr(t, i + 1))
-            break
-        }
-        cur = cur c
-    }
-    if (trim(cur) != "") { items[++n] = cur; seps[n] = ";" }
-    npend = 0
-    for (i = 1; i <= n; i++) {
-        cur = trim(items[i]); sub(/\.$/, "", cur)
-        sub(/^or /, "", cur); sub(/^else /, "", cur)
-        nn = 0
-        while (match(cur, /^-(MMP_)?E[A-Z][A-Z]+/)) {
-            names[++nn] = substr(cur, RSTART + 1, RLENGTH - 1)
-            sub(/^MMP_/, "", names[nn])
-            cur = trim(substr(cur, RLENGTH + 1))
-            sub(/^(,|or|and) */, "", cur)
-        }
-        ref = ""
-        if (match(cur, /^as (for )?[a-z_]+(\(\))?/)) {
-            ref = substr(cur, RSTART, RLENGTH)
-            sub(/^as (for )?/, "", ref); sub(/\(\)$/, "", ref)
-            cur = trim(substr(cur, RLENGTH + 1))
-            sub(/^, */, "", cur)
-            if (match(cur, /^plus /)) {
-                # "as unmap, plus -EINVAL for unknown attrs": one more item
-                items[n + 1] = substr(cur, 6); seps[n + 1] = ";"; n++
-                cur = ""
-            }
-        }
-        if (nn == 0 && ref == "") {
-            if (cur != "") RVNOTE[fn] = cur
-            continue
-        }
-        for (k = 1; k <= nn; k++) pend[++npend] = names[k]
-        if (ref != "") {
-            REFS[fn] = REFS[fn] " " ref ":" (npend ? join(pend, npend) : "*")
-            npend = 0
-            continue
-        }
-        if (cur == "" && seps[i] == "," && i < n)
-            continue # "-EINVAL, -ERANGE (why)": the reason follows
-        why = cur
-        if (why ~ /^\(.*\)$/) why = substr(why, 2, length(why) - 2)
-        sub(/^(if|for|when) /, "", why)
-        for (k = 1; k <= npend; k++) add_err(fn, pend[k], why)
-        npend = 0
-    }
-}
-
-function join(a, n,    s, i) { s = a[1]; for (i = 2; i <= n; i++) s = s "," a[i]; return s }
-
-function add_err(fn, name, why,    i) {
-    for (i = 1; i <= E_N[fn]; i++)
-        if (E_NAME[fn, i] == name) {
-            if (why != "" && index(E_WHY[fn, i], why) == 0)
-                E_WHY[fn, i] = E_WHY[fn, i] (E_WHY[fn, i] != "" ? "; " : "") why
-            return
-        }
-    E_N[fn]++
-    E_NAME[fn, E_N[fn]] = name
-    E_WHY[fn, E_N[fn]] = why
-}
-
-# "map" in mmp_pt_unmap's doc is mmp_pt_map; "init" mmp_pt_init.
-function resolve(fn, word,    pre) {
-    if (word in DECL) return word
-    pre = fn; sub(/^mmp_[a-z0-9]+_/, "", pre); pre = substr(fn, 1, length(fn) - length(pre))
-    if ((pre word) in DECL) return pre word
-    return ""
-}
-
-function apply_refs(fn,    n, R, i, r, which, target, k, W, nw, j) {
-    if (DONE[fn]) return
-    DONE[fn] = 1
-    n = split(REFS[fn], R, " ")
-    for (i = 1; i <= n; i++) {
-        r = R[i]; which = r; sub(/^[^:]*:/, "", which); sub(/:.*/, "", r)
-        target = resolve(fn, r)
-        if (target == "") { print "gen-man3: " fn ": unknown reference '" r "'" > "/dev/stderr"; BAD = 1; continue }
-        apply_refs(target)
-        if (SUCC[fn] == "" && SUCC[target] != "") SUCC[fn] = SUCC[target]
-        nw = split(which, W, ",")
-        for (k = 1; k <= E_N[target]; k++)
-            for (j = 1; j <= nw; j++)
-                if (W[j] == "*" || W[j] == E_NAME[target, k])
-                    add_err(fn, E_NAME[target, k], E_WHY[target, k])
-    }
+    if (tagged && bullets) emit(".RE")
 }
 
 function summary(doc,    s) {
@@ -209,75 +96,150 @@ function summary(doc,    s) {
 }
 
 function header(name, sum) {
-    print ".\\\" generated by scripts/gen-man3.sh from include/mmport/" HDR[name] "; do not edit"
-    print ".TH " toupper(name) " 3 \"" date "\" \"mmport " version "\" \"mmport library\""
-    print ".SH NAME"
-    print name " \\- " roff(sum)
+    emit(".\\\" generated by scripts/gen-man3.sh from include/mmport/" HDR[name] "; do not edit")
+    emit(".TH " toupper(name) " 3 \"" date "\" \"mmport " version "\" \"mmport library\"")
+    emit(".SH NAME")
+    emit(name " \\- " roff(sum))
 }
 
 function synopsis_head(name) {
-    print ".SH SYNOPSIS"
-    print ".nf"
-    print ".B #include <mmport/" HDR[name] ">"
-    print ".PP"
+    emit(".SH SYNOPSIS")
+    emit(".nf")
+    emit(".B #include <mmport/" HDR[name] ">")
+    emit(".PP")
 }
 
 function link_line() {
-    print ".fi"
-    print ".PP"
-    print "Compile and link with \\fI$(pkg\\-config \\-\\-cflags \\-\\-libs mmport)\\fP."
+    emit(".fi")
+    emit(".PP")
+    emit("Compile and link with \\fI$(pkg\\-config \\-\\-cflags \\-\\-libs mmport)\\fP.")
 }
 
-function see_also(name,    s, i, sep) {
+# Lines of a declaration as bold synopsis lines.
+function synopsis_decl(decl,    n, D, i, line) {
+    n = split(decl, D, "\n")
+    for (i = 1; i <= n; i++) {
+        line = D[i]; sub(/^MMP_API /, "", line)
+        if (line != "") emit(".B \"" roffq(line) "\"")
+    }
+}
+
+# True when word occurs in s on its own (not inside a longer identifier).
+function mentions(s, word,    p, before, after) {
+    while ((p = index(s, word)) > 0) {
+        before = p > 1 ? substr(s, p - 1, 1) : " "
+        after = substr(s, p + length(word), 1)
+        if (before !~ /[a-z0-9_]/ && after !~ /[a-z0-9_]/) return 1
+        s = substr(s, p + length(word))
+    }
+    return 0
+}
+
+# Prints the collected page: BUF, then SEE ALSO: mmport(3), the functions
+# of the same header (function pages) or those whose prototype or doc
+# names the type (other pages), then every page BUF mentions.
+function flush_page(name, kind,    s, i, p) {
+    print "@@FILE " name ".3"
+    printf "%s", BUF
     print ".SH SEE ALSO"
     s = ".BR mmport (3)"
-    for (i = 1; i <= NF_ALL; i++)
-        if (ALL[i] != name && HDR[ALL[i]] == HDR[name])
-            s = s ",\n.BR " ALL[i] " (3)"
+    for (i = 1; i <= NP; i++) {
+        if (PAGE[i] == name) continue
+        p = PAGE[i]
+        if ((kind == "fn" && PKIND[p] == "fn" && HDR[p] == HDR[name]) || mentions(BUF, p) ||
+            (kind != "fn" && PKIND[p] == "fn" && mentions(DECL[p] "\n" DESC[p], name)))
+            s = s ",\n.BR " p " (3)"
+    }
     print s
+    BUF = ""
 }
 
-function fn_page(fn,    f, ret, i, rv) {
-    print "@@FILE " fn ".3"
+# One struct's members, each a tagged paragraph; members of a nested
+# anonymous struct inside their member's paragraph.
+function members(st,    i, d, nested) {
+    nested = 0
+    for (i = 1; i <= SM_N[st]; i++) {
+        d = SM_DEPTH[st, i]
+        if (d == 0 && nested) { emit(".RE"); nested = 0 }
+        emit(".TP")
+        emit(".B " SM_NAME[st, i])
+        if (SM_DOC[st, i] != "") paragraphs(SM_DOC[st, i], 1)
+        else if (SM_NESTED[st, i]) emit("Each element has the members:")
+        else if (SM_ENUM[st, i] == "") emit("(no description)")
+        values_of(SM_ENUM[st, i] != "" ? SM_ENUM[st, i] : enum_named(SM_DOC[st, i]), SM_DOC[st, i] != "")
+        if (SM_NESTED[st, i]) { emit(".RS"); nested = 1 }
+    }
+    if (nested) emit(".RE")
+}
+
+# The enum a doc names ("enum mmp_pt_maint"), if it is one of the headers'.
+function enum_named(doc,    e) {
+    if (!match(doc, /enum mmp_[a-z0-9_]+/)) return ""
+    e = substr(doc, RSTART + 5, RLENGTH - 5)
+    return (e in EDOC) ? e : ""
+}
+
+# The values of enum e, each with its doc, indented under the current tag.
+function values_of(e, after_doc,    i) {
+    if (e == "" || !(e in EDOC)) return
+    if (after_doc) emit(".IP")
+    emit("The values of enum " e ":")
+    emit(".RS")
+    value_list(e)
+    emit(".RE")
+}
+
+function value_list(e,    i) {
+    for (i = 1; i <= EV_N[e]; i++) {
+        emit(".TP")
+        emit(".B " EV_NAME[e, i])
+        if (EV_DOC[e, i] != "") paragraphs(EV_DOC[e, i], 1)
+        else emit("(no description)")
+    }
+}
+
+function fn_page(fn,    ret, i, rv, why) {
     ret = DECL[fn]; sub(/[ \t]*mmp_[a-z0-9_]+\(.*/, "", ret); sub(/^MMP_API /, "", ret)
     ret = trim(ret)
-    {
-        header(fn, summary(DESC[fn]))
-        synopsis_head(fn)
-        n = split(DECL[fn], D, "\n")
-        for (i = 1; i <= n; i++) {
-            line = D[i]; sub(/^MMP_API /, "", line)
-            print ".B \"" roffq(line) "\""
-        }
-        link_line()
-        print ".SH DESCRIPTION"
-        paragraphs(DESC[fn])
-        if (NOTES[fn] != "") { print ".PP"; print roff(NOTES[fn]) }
-        print ".SH RETURN VALUE"
-        if (ret == "void") rv = "None."
-        else if (E_N[fn]) {
-            rv = (SUCC[fn] == "" || SUCC[fn] == "0") ? "0 on success" : SUCC[fn]
-            rv = upfirst(rv) "; on failure a negative error value, one of the"
-            rv = rv " MMP_E* constants below negated (-MMP_EINVAL), equal to"
-            rv = rv " the Linux errno values."
-            if (RVNOTE[fn] != "") rv = rv " Also: " RVNOTE[fn] "."
-        } else
-            rv = upfirst(summary(DESC[fn])) "."
-        print roffkeep(rv)
-        print ".SH ERRORS"
-        if (!E_N[fn]) {
-            print (DESC[fn] ~ /[Nn]ever fails/ || ret == "void" || ret ~ /\*$/ || ret == "unsigned" || ret == "uint64_t") ? \
-                "This function does not fail." : "None documented."
-        }
-        for (i = 1; i <= E_N[fn]; i++) {
-            print ".TP"
-            print ".B MMP_" E_NAME[fn, i]
-            why = E_WHY[fn, i]
-            if (why == "") why = ERRDEF[E_NAME[fn, i]]
-            print roff(why ".")
-        }
-        see_also(fn)
+    header(fn, summary(DESC[fn]))
+    synopsis_head(fn)
+    if (fn in SDECL) { synopsis_decl(SDECL[fn]); emit(".PP") }
+    synopsis_decl(DECL[fn])
+    link_line()
+    emit(".SH DESCRIPTION")
+    paragraphs(DESC[fn], 0)
+    if (NOTES[fn] != "") { emit(".PP"); emit(roff(NOTES[fn])) }
+    if (fn in SDECL) {
+        emit(".SS struct " fn)
+        paragraphs(SDOC[fn], 0)
+        emit(".PP")
+        emit("Members:")
+        members(fn)
     }
+    emit(".SH RETURN VALUE")
+    if (ret == "void") rv = "None."
+    else if (E_N[fn]) {
+        rv = (SUCC[fn] == "" || SUCC[fn] == "0") ? "0 on success" : SUCC[fn]
+        rv = upfirst(rv) "; on failure a negative error value, one of the"
+        rv = rv " MMP_E* constants below negated (-MMP_EINVAL), equal to"
+        rv = rv " the Linux errno values."
+        if (RVNOTE[fn] != "") rv = rv " Also: " RVNOTE[fn] "."
+    } else
+        rv = upfirst(summary(DESC[fn])) "."
+    emit(roffkeep(rv))
+    emit(".SH ERRORS")
+    if (!E_N[fn]) {
+        emit((DESC[fn] ~ /[Nn]ever fails/ || ret == "void" || ret ~ /\*$/ || ret == "unsigned" || ret == "uint64_t") ? \
+            "This function does not fail." : "None documented.")
+    }
+    for (i = 1; i <= E_N[fn]; i++) {
+        emit(".TP")
+        emit(".B MMP_" E_NAME[fn, i])
+        why = E_WHY[fn, i]
+        if (why == "") why = ERRDEF[E_NAME[fn, i]]
+        emit(roff(why "."))
+    }
+    flush_page(fn, "fn")
 }
 
 function upfirst(s) { return toupper(substr(s, 1, 1)) substr(s, 2) }
@@ -286,36 +248,65 @@ function roffq(s) { gsub(/\\/, "\\e", s); gsub(/"/, "\"\"", s); gsub(/-/, "\\-",
 # roff() but the generated MMP_E* words stay as they are.
 function roffkeep(s) { gsub(/-/, "\\-", s); return s }
 
-function struct_page(st,    f, i, n, D) {
-    print "@@FILE " st ".3"
-    {
-        header(st, "struct " st ": " summary(SDOC[st]))
-        synopsis_head(st)
-        n = split(SDECL[st], D, "\n")
-        for (i = 1; i <= n; i++) print ".B \"" roffq(D[i]) "\""
-        link_line()
-        print ".SH DESCRIPTION"
-        paragraphs(SDOC[st])
-        if (HCONTRACT[HDR[st]] != "") {
-            print ".PP"
-            print "The contract of " roff(HDR[st]) ", which every function of it keeps:"
-            paragraphs(HCONTRACT[HDR[st]])
+# A type's page up to its DESCRIPTION text: "struct", "enum" or
+# "typedef" name, its doc and its declaration.
+function type_head(what, name, doc, decl) {
+    header(name, what " " name ": " summary(doc))
+    synopsis_head(name)
+    synopsis_decl(decl)
+    link_line()
+    emit(".SH DESCRIPTION")
+    paragraphs(doc, 0)
+}
+
+# The sections a page of a type has in place of a function's.
+function type_tail(name, kind, what) {
+    emit(".SH RETURN VALUE")
+    emit("Not applicable: " what ".")
+    emit(".SH ERRORS")
+    emit("The functions taking it list theirs.")
+    flush_page(name, kind)
+}
+
+function struct_page(st) {
+    type_head("struct", st, SDOC[st], SDECL[st])
+    if (st in ISCONTRACT && HCONTRACT[HDR[st]] != "") {
+        emit(".PP")
+        emit("The contract of " roff(HDR[st]) ", which every function of it keeps:")
+        paragraphs(HCONTRACT[HDR[st]], 0)
+    }
+    emit(".SS Members")
+    members(st)
+    type_tail(st, "struct", "a structure")
+}
+
+function enum_page(e) {
+    type_head("enum", e, EDOC[e], EDECL[e])
+    emit(".SS Values")
+    value_list(e)
+    type_tail(e, "enum", "an enumeration")
+}
+
+function typedef_page(t) {
+    type_head("typedef", t, TDOC[t], TDECL[t])
+    type_tail(t, "typedef", "a type")
+}
+
+# mmport(3), per header: the header's macros, by group (group doc first).
+function macro_list(h,    i, g) {
+    g = -1
+    for (i = 1; i <= NM; i++) {
+        if (M_HDR[i] != h || M_ERR[i]) continue
+        if (g == -1) { emit(".PP"); emit("Macros:") }
+        if (M_GROUP[i] != g && GDOC[M_GROUP[i]] != "") {
+            emit(".PP")
+            paragraphs(GDOC[M_GROUP[i]], 0)
         }
-        print ".SS Members"
-        for (i = 1; i <= SM_N[st]; i++) {
-            print ".TP"
-            print ".B " SM_NAME[st, i]
-            if (SM_DOC[st, i] != "") paragraphs(SM_DOC[st, i])
-            else if (SM_ENUM[st, i] != "" && ENUMV[SM_ENUM[st, i]] != "") {
-                print "One of:"
-                paragraphs(ENUMV[SM_ENUM[st, i]])
-            } else print "(no description)"
-        }
-        print ".SH RETURN VALUE"
-        print "Not applicable: a structure."
-        print ".SH ERRORS"
-        print "The functions taking it list theirs."
-        see_also(st)
+        g = M_GROUP[i]
+        emit(".TP")
+        emit(M_VALUE[i] != "" ? ".BR " M_NAME[i] " \" = " roffq(M_VALUE[i]) "\"" : ".B " M_NAME[i])
+        if (M_DOC[i] != "") paragraphs(M_DOC[i], 1)
+        else emit("(no description)")
     }
 }
 
@@ -326,15 +317,18 @@ function doc_text(raw,    s) {
     return s
 }
 
+# A trailing "/**< ... */" on a declaration line, or "".
+function trailing_doc(line) {
+    return (line ~ /\/\*\*</) ? doc_text(substr(line, index(line, "/**<"))) : ""
+}
+
+function add_page(name, kind) { if (!(name in PKIND)) { PAGE[++NP] = name; PKIND[name] = kind } }
+
 BEGIN { ncontract = split(CONTRACTS, C, " "); for (i = 1; i <= ncontract; i++) ISCONTRACT[C[i]] = 1 }
 
-FNR == 1 { hdr = FILENAME; sub(/.*\//, "", hdr); first = 1; indoc = 0; doc = ""; instruct = ""; inenum = "" }
-
-# #define MMP_ENOMEM 12 /**< an allocation failed; nothing changed */
-/^#define MMP_E[A-Z]+ [0-9]+/ {
-    n = $2; sub(/^MMP_E/, "E", n)
-    d = $0; sub(/.*\/\*\*< */, "", d); sub(/ *\*\/.*/, "", d)
-    ERRDEF[n] = d
+FNR == 1 {
+    hdr = FILENAME; sub(/.*\//, "", hdr)
+    first = 1; indoc = 0; doc = ""; instruct = ""; inenum = ""; pending = ""; ingroup = 0
 }
 
 indoc {
@@ -352,6 +346,31 @@ indoc {
     next
 }
 
+# #define MMP_X value /**< doc */: a group is a run of #defines without
+# blank lines between them; a doc comment right before it documents it.
+/^#define MMP_[A-Z0-9_]+/ {
+    line = $0
+    while (line ~ /\\$/ && (getline nxt) > 0) { sub(/\\$/, "", line); line = line " " trim(nxt) }
+    name = line; sub(/^#define /, "", name)
+    if (match(name, /^MMP_[A-Z0-9_]+(\([^)]*\))?/)) name = substr(name, 1, RLENGTH)
+    base = name; sub(/\(.*/, "", base)
+    value = substr(line, length("#define ") + length(name) + 1)
+    sub(/[ \t]*\/\*.*/, "", value); value = trim(value)
+    if (base in MSEEN) { pending = ""; ingroup = 1; next } # the other #if branch
+    MSEEN[base] = 1
+    if (pending != "" || !ingroup) { NG++; GDOC[NG] = pending }
+    M_NAME[++NM] = name; M_HDR[NM] = hdr; M_GROUP[NM] = NG; M_DOC[NM] = trailing_doc(line)
+    # simple values are shown; an expression a macro computes is its doc's
+    M_VALUE[NM] = (name ~ /\(/ || value ~ /__attribute__/) ? "" : value
+    if (base ~ /^MMP_E[A-Z]+$/ && value ~ /^[0-9]+$/) {
+        n = base; sub(/^MMP_E/, "E", n)
+        ERRDEF[n] = M_DOC[NM]
+        M_ERR[NM] = 1
+    }
+    pending = ""; ingroup = 1
+    next
+}
+
 instruct != "" {
     line = $0
     if (line ~ /^};/) {
@@ -362,38 +381,86 @@ instruct != "" {
     code = line; sub(/[ \t]*\/\*.*/, "", code)
     if (trim(code) == "") next
     SDECL[instruct] = SDECL[instruct] code "\n"
+    if (code ~ /^[ \t]*struct[ \t]*\{/) {
+        # a nested anonymous struct: its member is named at its "} name;"
+        i = ++SM_N[instruct]
+        SM_DEPTH[instruct, i] = 0; SM_NESTED[instruct, i] = 1
+        SM_DOC[instruct, i] = pending
+        nest = i; depth = 1; pending = ""
+        next
+    }
+    if (depth && code ~ /^[ \t]*\}/) {
+        m = code; sub(/^[ \t]*\}[ \t]*/, "", m); sub(/[ \t]*;.*/, "", m)
+        sub(/\[.*/, "[]", m)
+        SM_NAME[instruct, nest] = m
+        if (SM_DOC[instruct, nest] == "") SM_DOC[instruct, nest] = trailing_doc(line)
+        depth = 0; pending = ""
+        next
+    }
     m = code
     if (m ~ /\(\*/) { sub(/\)\(.*/, "", m); sub(/.*\(\*/, "", m) }
-    else { sub(/;.*/, "", m); sub(/.*[ *]/, "", m) }
+    else {
+        sub(/;.*/, "", m); gsub(/\[[^]]*\]/, "", m)
+        # "uint32_t va_bits, pa_bits": one entry for both names
+        first_name = m; sub(/,.*/, "", first_name); sub(/.*[ *]/, "", first_name)
+        rest = m; if (!sub(/^[^,]*,/, "", rest)) rest = ""
+        gsub(/[ \t]/, "", rest); gsub(/,/, ", ", rest)
+        m = first_name (rest != "" ? ", " rest : "")
+    }
     i = ++SM_N[instruct]
     SM_NAME[instruct, i] = m
+    SM_DEPTH[instruct, i] = depth
     SM_DOC[instruct, i] = pending
-    if (line ~ /\/\*\*</) SM_DOC[instruct, i] = doc_text(substr(line, index(line, "/**<")))
-    if (code ~ /^[ \t]*enum [a-z_]+ /) { e = code; sub(/^[ \t]*enum /, "", e); sub(/ .*/, "", e); SM_ENUM[instruct, i] = e }
+    if (line ~ /\/\*\*</) SM_DOC[instruct, i] = trailing_doc(line)
+    if (code ~ /^[ \t]*enum [a-z_0-9]+ /) {
+        e = code; sub(/^[ \t]*enum /, "", e); sub(/ .*/, "", e); SM_ENUM[instruct, i] = e
+    }
     pending = ""
     next
 }
 
 inenum != "" {
-    if ($0 ~ /^};/) { inenum = ""; next }
-    if ($0 ~ /^[ \t]*MMP_[A-Z0-9_]+/) {
-        v = $0; sub(/^[ \t]*/, "", v); sub(/[ =,].*/, "", v)
-        d = ($0 ~ /\/\*\*</) ? doc_text(substr($0, index($0, "/**<"))) : ""
-        ENUMV[inenum] = ENUMV[inenum] "- " v (d != "" ? ": " d : "") "\n"
+    line = $0
+    if (line ~ /^};/) { EDECL[inenum] = EDECL[inenum] "};"; inenum = ""; pending = ""; next }
+    code = line; sub(/[ \t]*\/\*.*/, "", code)
+    if (code ~ /^[ \t]*MMP_[A-Z0-9_]+/) {
+        EDECL[inenum] = EDECL[inenum] code "\n"
+        v = code; sub(/^[ \t]*/, "", v); sub(/[ =,].*/, "", v)
+        i = ++EV_N[inenum]
+        EV_NAME[inenum, i] = v
+        EV_DOC[inenum, i] = (line ~ /\/\*\*</) ? trailing_doc(line) : pending
     }
+    pending = ""
     next
 }
 
-/^enum mmp_[a-z_]+ \{/ { inenum = $2; pending = ""; next }
+/^enum mmp_[a-z_0-9]+ \{/ {
+    inenum = $2; HDR[inenum] = hdr; EDOC[inenum] = pending
+    EDECL[inenum] = "enum " inenum " {\n"
+    ORDER[++NO] = inenum; OKIND[NO] = "enum"
+    pending = ""; ingroup = 0
+    next
+}
 
 /^struct mmp_[a-z_0-9]+ \{/ {
     st = $2
-    if (st in ISCONTRACT) {
-        instruct = st; HDR[st] = hdr; SDOC[st] = pending
-        SDECL[st] = "struct " st " {\n"
-        ALL[++NF_ALL] = st
-    }
-    pending = ""
+    instruct = st; SDOC[st] = pending; depth = 0
+    SDECL[st] = "struct " st " {\n"
+    if (!(st in HDR)) HDR[st] = hdr
+    ORDER[++NO] = st; OKIND[NO] = "struct"
+    pending = ""; ingroup = 0
+    next
+}
+
+/^typedef / {
+    decl = $0
+    while (decl !~ /;/ && (getline nxt) > 0) decl = decl "\n" nxt
+    t = decl; gsub(/\n/, " ", t)
+    if (match(t, /\(\*[a-z_0-9]+\)/)) t = substr(t, RSTART + 2, RLENGTH - 3)
+    else { sub(/[ \t]*;.*/, "", t); sub(/.*[ *]/, "", t) }
+    TDECL[t] = decl; TDOC[t] = pending; HDR[t] = hdr
+    ORDER[++NO] = t; OKIND[NO] = "typedef"
+    pending = ""; ingroup = 0
     next
 }
 
@@ -402,14 +469,17 @@ inenum != "" {
     while (decl !~ /;/ && (getline nxt) > 0) decl = decl "\n" nxt
     name = decl; sub(/\(.*/, "", name); gsub(/\n/, " ", name); sub(/.*[ *]/, "", name)
     DECL[name] = decl; HDR[name] = hdr
-    ALL[++NF_ALL] = name
+    ORDER[++NO] = name; OKIND[NO] = "fn"
     split_doc(pending, name)
-    pending = ""
+    pending = ""; ingroup = 0
     next
 }
 
-/^[ \t]*$/ { next }
-{ pending = "" }
+# Conditionals (#if for MMP_API) neither end nor use a doc comment.
+/^#(if|ifdef|ifndef|else|elif|endif)/ { next }
+
+/^[ \t]*$/ { ingroup = 0; next }
+{ pending = ""; ingroup = 0 }
 
 function finish_doc() {
     if (first) {
@@ -429,41 +499,56 @@ function finish_doc() {
 }
 
 END {
-    for (i = 1; i <= NF_ALL; i++) if (ALL[i] in DECL) parse_errors(ALL[i])
-    for (i = 1; i <= NF_ALL; i++) if (ALL[i] in DECL) apply_refs(ALL[i])
-    for (i = 1; i <= NF_ALL; i++) {
-        if (ALL[i] in DECL) fn_page(ALL[i])
-        else struct_page(ALL[i])
+    # A doc comment before a lone #define is that macro's own.
+    for (i = 1; i <= NM; i++) GSIZE[M_GROUP[i]]++
+    for (i = 1; i <= NM; i++)
+        if (GSIZE[M_GROUP[i]] == 1 && M_DOC[i] == "") { M_DOC[i] = GDOC[M_GROUP[i]]; GDOC[M_GROUP[i]] = "" }
+    # Pages: functions (with the struct of the same name), other structs,
+    # enums, typedefs, in header order.
+    for (i = 1; i <= NO; i++) {
+        k = OKIND[i]; n = ORDER[i]
+        if (k == "struct" && (n in DECL)) continue
+        add_page(n, k)
     }
-    # mmport(3): the overview, each header's file comment and its pages.
+    for (i = 1; i <= NO; i++) if (OKIND[i] == "fn") parse_errors(ORDER[i])
+    for (i = 1; i <= NO; i++) if (OKIND[i] == "fn") apply_refs(ORDER[i])
+    for (i = 1; i <= NP; i++) {
+        k = PKIND[PAGE[i]]
+        if (k == "fn") fn_page(PAGE[i])
+        else if (k == "struct") struct_page(PAGE[i])
+        else if (k == "enum") enum_page(PAGE[i])
+        else typedef_page(PAGE[i])
+    }
+    # mmport(3): the overview, each header's file comment, pages and macros.
+    emit(".\\\" generated by scripts/gen-man3.sh from include/mmport/*.h; do not edit")
+    emit(".TH MMPORT 3 \"" date "\" \"mmport " version "\" \"mmport library\"")
+    emit(".SH NAME")
+    emit("mmport \\- fast page clearing and portable page tables for hypervisors")
+    emit(".SH SYNOPSIS")
+    emit(".nf")
+    emit(".B #include <mmport/mmport.h>")
+    link_line()
+    emit(".SH DESCRIPTION")
+    emit("Every call that can fail returns a negative error value: one of the")
+    emit("MMP_E* constants of <mmport/common.h>, negated (equal to Linux's errno")
+    emit("values). Each function, structure, enumeration and callback type has its")
+    emit("own page; the macros of each header are described below.")
+    for (h = 1; h <= NH; h++) {
+        emit(".SS <mmport/" HORDER[h] ">")
+        paragraphs(HDOC[HORDER[h]], 0)
+        s = ""
+        for (i = 1; i <= NP; i++)
+            if (HDR[PAGE[i]] == HORDER[h]) s = s (s == "" ? "" : ",\n") ".BR " PAGE[i] " (3)"
+        if (s != "") { emit(".PP"); emit("Pages:"); emit(s) }
+        macro_list(HORDER[h])
+    }
+    emit(".SH ERRORS")
+    for (n in ERRDEF) ERRLIST[++ne] = n
+    for (i = 1; i <= ne; i++) for (j = i + 1; j <= ne; j++) if (ERRLIST[j] < ERRLIST[i]) { t = ERRLIST[i]; ERRLIST[i] = ERRLIST[j]; ERRLIST[j] = t }
+    for (i = 1; i <= ne; i++) { emit(".TP"); emit(".B MMP_" ERRLIST[i]); emit(roff(upfirst(ERRDEF[ERRLIST[i]]) ".")) }
     print "@@FILE mmport.3"
-    {
-        print ".\\\" generated by scripts/gen-man3.sh from include/mmport/*.h; do not edit"
-        print ".TH MMPORT 3 \"" date "\" \"mmport " version "\" \"mmport library\""
-        print ".SH NAME"
-        print "mmport \\- fast page clearing and portable page tables for hypervisors"
-        print ".SH SYNOPSIS"
-        print ".nf"
-        print ".B #include <mmport/mmport.h>"
-        link_line()
-        print ".SH DESCRIPTION"
-        print "Every call that can fail returns a negative error value: one of the"
-        print "MMP_E* constants of <mmport/common.h>, negated (equal to Linux's errno"
-        print "values). Each function and contract structure has its own page."
-        for (h = 1; h <= NH; h++) {
-            print ".SS <mmport/" HORDER[h] ">"
-            paragraphs(HDOC[HORDER[h]])
-            s = ""
-            for (i = 1; i <= NF_ALL; i++)
-                if (HDR[ALL[i]] == HORDER[h]) s = s (s == "" ? "" : ",\n") ".BR " ALL[i] " (3)"
-            if (s != "") { print ".PP"; print "Pages:"; print s }
-        }
-        print ".SH ERRORS"
-        for (n in ERRDEF) ERRLIST[++ne] = n
-        for (i = 1; i <= ne; i++) for (j = i + 1; j <= ne; j++) if (ERRLIST[j] < ERRLIST[i]) { t = ERRLIST[i]; ERRLIST[i] = ERRLIST[j]; ERRLIST[j] = t }
-        for (i = 1; i <= ne; i++) { print ".TP"; print ".B MMP_" ERRLIST[i]; print roff(upfirst(ERRDEF[ERRLIST[i]]) ".") }
-        print ".SH SEE ALSO"
-        print ".BR mmport (1)"
-    }
+    printf "%s", BUF
+    print ".SH SEE ALSO"
+    print ".BR mmport (1)"
     exit BAD
 }

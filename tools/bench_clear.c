@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -88,7 +89,8 @@ static double sample(const struct method *m, char *buf, size_t size)
 }
 
 static const char usage[] =
-    "usage: mmport bench clear [--json] [--quick] [--sizes S[,S...]] [--reps N]\n\n"
+    "usage: mmport bench clear [-j|--json] [-q|--quick] [-s|--sizes S[,S...]]\n"
+    "                          [-r|--reps N] [-p|--plot FILE]\n\n"
     "Measures every available clearing kernel forced through mmp_clear(), \"auto\"\n"
     "(the default policy: AUTO hint), \"memset\" (glibc) and \"per_page\" (the auto\n"
     "hot kernel called once per 4 KiB page, as a kernel clear_page loop does), at\n"
@@ -101,13 +103,14 @@ static const char usage[] =
     "default sizes, also a fresh 2 GiB range made resident: one thread touching\n"
     "each page against mmp_clear_populate() with one thread per CPU. Each ratio\n"
     "is printed with its target.\n\n"
-    "  --json      a JSON array of {size_bytes, method, threads, gbps} on stdout\n"
-    "              (the ratios go to stderr)\n"
-    "  --quick     2 repetitions instead of 7 (under 15 s)\n"
-    "  --sizes L   comma-separated sizes (default 4K,2M,32M,256M,1G)\n"
-    "  --reps N    repetitions per method and size\n"
-    "  --plot FILE also an SVG chart: GB/s against size (log axis), one line per\n"
-    "              method, the LLC size and the policy's cold_min marked\n";
+    "  -j, --json        one JSON object on stdout: \"results\" ({size_bytes, method,\n"
+    "                    threads, gbps}), \"ratios\" ({what, ratio, target, met}),\n"
+    "                    \"notes\" (targets not measured), \"policy\", \"first_touch\"\n"
+    "  -q, --quick       2 repetitions instead of 7 (under 15 s)\n"
+    "  -s, --sizes L     comma-separated sizes (default 4K,2M,32M,256M,1G)\n"
+    "  -r, --reps N      repetitions per method and size\n"
+    "  -p, --plot FILE   also an SVG chart: GB/s against size (log axis), one line per\n"
+    "                    method, the LLC size and the policy's cold_min marked\n";
 
 #define MAXM 24
 #define MAXS 16
@@ -134,12 +137,74 @@ static double best_kernel(const struct result *r, size_t nr, unsigned long long 
     return best;
 }
 
-/* One ratio against its target, on one line of at most 100 columns. */
-static void target(FILE *out, const char *what, double ratio, double want)
+/* The ratios of a run against their targets, and notes on those not
+ * measured, in the order they are printed. */
+struct ratio {
+    char what[160]; /* a note when ratio is 0 */
+    double ratio, want;
+};
+struct ratios {
+    size_t n;
+    struct ratio r[3 * MAXS + 8];
+};
+
+static void target(struct ratios *rs, const char *what, double ratio, double want)
 {
-    if (ratio <= 0)
+    if (ratio > 0 && rs->n < sizeof rs->r / sizeof rs->r[0]) {
+        rs->r[rs->n] = (struct ratio){.ratio = ratio, .want = want};
+        snprintf(rs->r[rs->n++].what, sizeof rs->r[0].what, "%s", what);
+    }
+}
+
+static void note(struct ratios *rs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct ratios *rs, const char *fmt, ...)
+{
+    if (rs->n == sizeof rs->r / sizeof rs->r[0])
         return;
-    fprintf(out, "  %-62s %6.3f  >= %.2f %s\n", what, ratio, want, ratio >= want ? "met" : "NOT met");
+    va_list ap;
+    va_start(ap, fmt);
+    rs->r[rs->n] = (struct ratio){.ratio = 0};
+    vsnprintf(rs->r[rs->n++].what, sizeof rs->r[0].what, fmt, ap);
+    va_end(ap);
+}
+
+/* Each ratio against its target, on one line of at most 100 columns. */
+static void print_ratios(const struct ratios *rs)
+{
+    printf("\nratios against the targets (all from this run):\n");
+    for (size_t i = 0; i < rs->n; i++) {
+        const struct ratio *r = &rs->r[i];
+        if (r->ratio > 0)
+            printf("  %-62s %6.3f  >= %.2f %s\n", r->what, r->ratio, r->want,
+                   r->ratio >= r->want ? "met" : "NOT met");
+        else
+            printf("  %s\n", r->what);
+    }
+}
+
+static void json_ratios(const struct ratios *rs)
+{
+    printf(", \"ratios\": [");
+    bool first = true;
+    for (size_t i = 0; i < rs->n; i++) {
+        const struct ratio *r = &rs->r[i];
+        if (r->ratio <= 0)
+            continue;
+        printf("%s\n    {\"what\": ", first ? "" : ",");
+        cli_json_string(stdout, r->what);
+        printf(", \"ratio\": %.3f, \"target\": %.2f, \"met\": %s}", r->ratio, r->want,
+               r->ratio >= r->want ? "true" : "false");
+        first = false;
+    }
+    printf("\n  ], \"notes\": [");
+    first = true;
+    for (size_t i = 0; i < rs->n; i++)
+        if (rs->r[i].ratio <= 0) {
+            printf("%s", first ? "" : ", ");
+            cli_json_string(stdout, rs->r[i].what + strspn(rs->r[i].what, " "));
+            first = false;
+        }
+    printf("]");
 }
 
 static void size_label(char *buf, size_t cap, unsigned long long size)
@@ -159,11 +224,11 @@ struct first_touch {
     unsigned long long bytes;
 };
 
-static void ratios(FILE *out, const struct result *r, size_t nr, const unsigned long long *sizes,
+static void ratios(struct ratios *out, const struct result *r, size_t nr, const unsigned long long *sizes,
                    size_t ns, unsigned cpus, const struct first_touch *ft)
 {
     unsigned long long llc = mmp_cpu_features()->llc_bytes;
-    fprintf(out, "\nratios against the targets (all from this run):\n");
+    out->n = 0;
     char what[96], sz[24];
     for (size_t s = 0; s < ns; s++) {
         const char *bn;
@@ -178,10 +243,10 @@ static void ratios(FILE *out, const struct result *r, size_t nr, const unsigned 
     if (!nbig) {
         char l4[24];
         size_label(l4, sizeof l4, 4 * llc);
-        fprintf(out, "  auto / glibc memset (>= 1.2 from 4 x LLC up): not measured, %s\n",
-                llc ? "no size reaches 4 x LLC" : "LLC size unknown");
+        note(out, "auto / glibc memset (>= 1.2 from 4 x LLC up): not measured, %s",
+             llc ? "no size reaches 4 x LLC" : "LLC size unknown");
         if (llc)
-            fprintf(out, "    (4 x LLC = %s here: --sizes %s measures it)\n", l4, l4);
+            note(out, "  (4 x LLC = %s here: --sizes %s measures it)", l4, l4);
     }
     for (size_t s = 0; s < ns; s++) {
         if (!llc || sizes[s] < 4 * llc)
@@ -191,8 +256,8 @@ static void ratios(FILE *out, const struct result *r, size_t nr, const unsigned 
         double best = best_kernel(r, nr, sizes[s], &bn);
         size_label(sz, sizeof sz, sizes[s]);
         if (m > 0 && best / m < 1.2) {
-            fprintf(out, "  auto / glibc memset at %s: target void, no kernel reaches 1.2 (best %s "
-                         "%.3f)\n", sz, bn, best / m);
+            note(out, "auto / glibc memset at %s: target void, no kernel reaches 1.2 (best %s %.3f)",
+                 sz, bn, best / m);
             continue;
         }
         snprintf(what, sizeof what, "auto / glibc memset at %s (>= 4 x LLC)", sz);
@@ -300,6 +365,50 @@ static void plot_results(FILE *out, const struct result *r, size_t nr,
               "GB/s", sr, nsr, mk, f->llc_bytes ? 2 : 1);
 }
 
+/* --json: one object with the results and the ratios. */
+static void print_json(const struct result *res, size_t nr, unsigned reps,
+                       const struct mmp_clear_policy *pol, const struct first_touch *ft,
+                       const struct ratios *rs, const char *plot, double elapsed)
+{
+    const struct mmp_cpu_features *f = mmp_cpu_features();
+    printf("{\"bench\": \"clear\", \"machine\": ");
+    cli_json_string(stdout, cli_machine());
+    printf(", \"llc_bytes\": %llu, \"policy\": {\"hot\": ", (unsigned long long)f->llc_bytes);
+    cli_json_string(stdout, pol->hot);
+    printf(", \"cold\": ");
+    cli_json_string(stdout, pol->cold);
+    if (pol->cold_min == UINT64_MAX)
+        printf(", \"cold_min\": null");
+    else
+        printf(", \"cold_min\": %llu", (unsigned long long)pol->cold_min);
+    printf(", \"quirk\": ");
+    if (pol->quirk)
+        cli_json_string(stdout, pol->quirk);
+    else
+        printf("null");
+    printf(", \"source\": ");
+    cli_json_string(stdout, pol->source);
+    printf("}, \"reps\": %u, \"results\": [", reps);
+    for (size_t i = 0; i < nr; i++) {
+        printf("%s\n    {\"size_bytes\": %llu, \"method\": ", i ? "," : "", res[i].size);
+        cli_json_string(stdout, res[i].m->name);
+        printf(", \"threads\": %u, \"gbps\": %.2f}", res[i].m->threads, res[i].gbps);
+    }
+    printf("\n  ], \"first_touch\": ");
+    if (ft->populate_s > 0)
+        printf("{\"bytes\": %llu, \"touch_s\": %.4f, \"populate_threads\": %u"
+               ", \"populate_s\": %.4f}",
+               ft->bytes, ft->touch_s, ft->threads, ft->populate_s);
+    else
+        printf("null");
+    json_ratios(rs);
+    if (plot) {
+        printf(", \"plot\": ");
+        cli_json_string(stdout, plot);
+    }
+    printf(", \"seconds\": %.1f}\n", elapsed);
+}
+
 static int run(int argc, char **argv)
 {
     bool json = false;
@@ -323,7 +432,7 @@ static int run(int argc, char **argv)
     int c;
     unsigned long long v;
     cli_getopt_start();
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hjqr:s:p:", longopts, NULL)) != -1) {
         switch (c) {
         case 'h': return fputs(usage, stdout), 0;
         case 'j': json = true; break;
@@ -427,16 +536,15 @@ static int run(int argc, char **argv)
         ft.populate_s = 0;
     double elapsed = now_s() - t_start;
 
-    FILE *rout = stdout;
+    static struct ratios rs;
+    ratios(&rs, res, nr, sizes, ns, cpus, &ft);
+    if (plot) {
+        plot_results(plot_out, res, nr, methods, nm, sizes, ns, cpus, &pol);
+        if (cli_plot_close(cmd, plot, plot_out))
+            return 1;
+    }
     if (json) {
-        printf("[");
-        for (size_t i = 0; i < nr; i++) {
-            printf("%s\n  {\"size_bytes\": %llu, \"method\": ", i ? "," : "", res[i].size);
-            cli_json_string(stdout, res[i].m->name);
-            printf(", \"threads\": %u, \"gbps\": %.2f}", res[i].m->threads, res[i].gbps);
-        }
-        printf("\n]\n");
-        rout = stderr;
+        print_json(res, nr, reps, &pol, &ft, &rs, plot, elapsed);
     } else {
         const struct mmp_cpu_features *f = mmp_cpu_features();
         printf("mmport bench clear: %s, LLC %llu KiB\n", cli_machine(),
@@ -485,15 +593,11 @@ static int run(int argc, char **argv)
                    label, ft.touch_s, (double)ft.bytes / ft.touch_s / 1e9, ft.threads,
                    ft.populate_s, (double)ft.bytes / ft.populate_s / 1e9);
         }
+        print_ratios(&rs);
+        if (plot)
+            printf("plot: %s\n", plot);
+        printf("\n(%.1f s)\n", elapsed);
     }
-    ratios(rout, res, nr, sizes, ns, cpus, &ft);
-    if (plot) {
-        plot_results(plot_out, res, nr, methods, nm, sizes, ns, cpus, &pol);
-        if (cli_plot_close(cmd, plot, plot_out))
-            return 1;
-        fprintf(rout, "plot: %s\n", plot);
-    }
-    fprintf(rout, "\n(%.1f s)\n", elapsed);
     return 0;
 }
 

@@ -137,7 +137,7 @@ static int run(int argc, char **argv)
     unsigned long long size = 64ull << 30;
     int c;
     cli_getopt_start();
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hjf:s:p:", longopts, NULL)) != -1) {
         switch (c) {
         case 'h': return fputs(cli_bench_dirty.usage, stdout), 0;
         case 'j': json = true; break;
@@ -284,8 +284,8 @@ static int run(int argc, char **argv)
 const struct cli_command cli_bench_dirty = {
     .name = "dirty",
     .summary = "dirty-log start and harvest vs per-page lookups",
-    .usage = "usage: mmport bench dirty [--json] [--format F] [--size 64G] [--sw]\n"
-             "                          [--plot FILE]\n\n"
+    .usage = "usage: mmport bench dirty [-j|--json] [-f|--format F] [-s|--size 64G] [--sw]\n"
+             "                          [-p|--plot FILE]\n\n"
              "Maps --size bytes (64 GiB) with 2 MiB blocks to a fake output range (4 KiB-\n"
              "granule formats; default x86-64), times mmp_pt_track_start (split to 4 KiB\n"
              "pages and arm, in 1 GiB chunks: the longest chunk is what a yield bounds),\n"

@@ -345,7 +345,7 @@ static int run(int argc, char **argv)
     unsigned long long v, faults = 1u << 18, reps = 3, coll = 3, maxt = 2;
     int c;
     cli_getopt_start();
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hjf:n:t:r:c:p:", longopts, NULL)) != -1) {
         switch (c) {
         case 'h': return fputs(cli_bench_fault.usage, stdout), 0;
         case 'j': json = true; break;
@@ -476,9 +476,9 @@ const struct cli_command cli_bench_fault = {
     .name = "fault",
     .summary = "second-stage faults from many threads: shared mode vs a lock",
     .usage =
-        "usage: mmport bench fault [--json] [--format F] [--threads T] [--faults N]\n"
-        "                          [--collisions P] [--reps N] [--slices] [--no-pin]\n"
-        "                          [--plot FILE]\n\n"
+        "usage: mmport bench fault [-j|--json] [-f|--format F] [-t|--threads T]\n"
+        "                          [-n|--faults N] [-c|--collisions P] [-r|--reps N]\n"
+        "                          [--slices] [--no-pin] [-p|--plot FILE]\n\n"
         "T threads (1..T, default 2) each fault 4 KiB pages, one mmp_pt_map of one page\n"
         "per fault, into one 4 GiB guest range of one table (arm64-s2-4k and x86-ept;\n"
         "--format picks one): --faults pages in all (default 256K), in random order,\n"

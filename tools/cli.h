@@ -73,4 +73,9 @@ int cli_plot_close(const char *cmd, const char *path, FILE *out);
 /* Writes s as a JSON string literal (quoted, escaped). */
 void cli_json_string(FILE *out, const char *s);
 
+/* Writes an address, register value or bit mask as a JSON string "0x...":
+ * exact in every JSON reader (numbers above 2^53 are rounded by jq and
+ * JavaScript). Counts and sizes stay numbers. */
+void cli_json_hex(FILE *out, unsigned long long v);
+
 #endif

@@ -297,9 +297,13 @@ static void print_table_json(struct table_result *t, const char *sep)
         const struct demo_region *r = &l->r[i];
         printf("%s{", i ? ", " : "");
         json_kv_str("", "name", r->name);
-        printf(", \"gpa\": %" PRIu64 ", \"size\": %" PRIu64 ", \"pa\": %" PRIu64
-               ", \"attrs\": %u, \"ram\": %s}",
-               r->gpa, r->size, r->pa, (unsigned)r->attrs, r->ram ? "true" : "false");
+        printf(", \"gpa\": ");
+        cli_json_hex(stdout, r->gpa);
+        printf(", \"size\": %" PRIu64 ", \"pa\": ", r->size);
+        cli_json_hex(stdout, r->pa);
+        printf(", \"attrs\": ");
+        cli_json_hex(stdout, r->attrs);
+        printf(", \"ram\": %s}", r->ram ? "true" : "false");
     }
     printf("]");
     json_kv_str(", ", "error", b->rc ? mmp_strerror(b->rc) : NULL);
@@ -323,13 +327,14 @@ static void print_table_json(struct table_result *t, const char *sep)
            b->st.barriers_deferred, b->st.ranges_coalesced, b->st.bbm);
     if (t->have_balloon) {
         const struct demo_balloon *bl = &t->balloon_lazy, *be = &t->balloon_eager;
-        printf(", \"balloon\": {\"pages\": %u, \"block\": %" PRIu64
-               ", \"entries_written\": %" PRIu64 ", \"bbm\": %" PRIu64
+        printf(", \"balloon\": {\"pages\": %u, \"block\": ", DEMO_BALLOON);
+        cli_json_hex(stdout, bl->block);
+        printf(", \"entries_written\": %" PRIu64 ", \"bbm\": %" PRIu64
                ", \"per_entry\": {\"barriers\": %" PRIu64 ", \"flushes\": %" PRIu64
                "}, \"per_call\": {\"barriers\": %" PRIu64 ", \"flushes\": %" PRIu64
                "}, \"lazy\": {\"barriers\": %" PRIu64 ", \"flushes\": %" PRIu64
                ", \"barriers_deferred\": %" PRIu64 ", \"ranges_coalesced\": %" PRIu64 "}}",
-               DEMO_BALLOON, bl->block, bl->delta.entries_written, bl->delta.bbm,
+               bl->delta.entries_written, bl->delta.bbm,
                bl->delta.entries_written, bl->delta.entries_written, be->delta.barriers,
                be->delta.flushes, bl->delta.barriers, bl->delta.flushes,
                bl->delta.barriers_deferred, bl->delta.ranges_coalesced);
@@ -362,7 +367,7 @@ static int parse(int argc, char **argv, struct opts *o)
     int c;
     unsigned long long v = 0;
     cli_getopt_start();
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hjr:t:s:n:p:", longopts, NULL)) != -1) {
         if (c == 'r' || c == 't' || c == 's' || c == 'n') {
             if (!cli_parse_size(optarg, &v))
                 return cli_usage_error("demo", "--%s '%s': not a number",
@@ -654,7 +659,8 @@ static int run(int argc, char **argv)
         printf("{\"version\": ");
         cli_json_string(stdout, mmp_version());
         json_kv_str(", ", "arch", mmp_arch_name(f->arch));
-        printf(", \"ram\": {\"bytes\": %zu, \"host\": %" PRIuPTR, ram.len, (uintptr_t)ram.base);
+        printf(", \"ram\": {\"bytes\": %zu, \"host\": ", ram.len);
+        cli_json_hex(stdout, (uintptr_t)ram.base);
         json_kv_str(", ", "backing", ram.backing);
         printf(", \"huge_bytes\": %lld, \"dirty_s\": %.3f}", huge, dirty_s);
         printf(", \"clear\": {\"hint\": \"cold\", \"threads\": %u, \"seconds\": %.4f"
@@ -703,8 +709,8 @@ const struct cli_command cli_cmd_demo = {
     .name = "demo",
     .summary = "bring up one guest: clear its RAM, build its tables, verify",
     .usage =
-        "usage: mmport demo [--ram SIZE] [--threads N] [--json] [--seed N] [--samples N]\n"
-        "                   [--plot FILE]\n\n"
+        "usage: mmport demo [-r|--ram SIZE] [-t|--threads N] [-j|--json] [-s|--seed N]\n"
+        "                   [-n|--samples N] [-p|--plot FILE]\n\n"
         "Plays a hypervisor memory manager bringing up one guest:\n"
         "  1. reserves guest RAM (hugetlbfs 2 MiB pages if reserved, else transparent\n"
         "     huge pages) and dirties it as a previous tenant would;\n"
@@ -721,13 +727,14 @@ const struct cli_command cli_cmd_demo = {
         "     region, every page of the ballooned block and the holes between regions\n"
         "     translate as laid out.\n"
         "Exits 0 when verification passes, 1 when it fails.\n\n"
-        "  --ram SIZE    guest RAM, a multiple of 2M from 4M (default 2G)\n"
-        "  --threads N   clearing threads (default: the online CPUs)\n"
-        "  --json        one JSON object on stdout instead of the report\n"
-        "  --seed N      seed of the sampled addresses (default 1)\n"
-        "  --samples N   random lookups per region (default 64)\n"
-        "  --plot FILE   also an SVG picture of the arm64 stage-2 table: the guest\n"
-        "                space and each region as a strip of blocks, contiguous\n"
-        "                runs, pages and holes\n",
+        "  -r, --ram SIZE     guest RAM, a multiple of 2M from 4M (default 2G)\n"
+        "  -t, --threads N    clearing threads (default: the online CPUs)\n"
+        "  -j, --json         one JSON object on stdout instead of the report;\n"
+        "                     addresses are \"0x...\" strings\n"
+        "  -s, --seed N       seed of the sampled addresses (default 1)\n"
+        "  -n, --samples N    random lookups per region (default 64)\n"
+        "  -p, --plot FILE    also an SVG picture of the arm64 stage-2 table: the guest\n"
+        "                     space and each region as a strip of blocks, contiguous\n"
+        "                     runs, pages and holes\n",
     .run = run,
 };

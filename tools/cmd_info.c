@@ -56,36 +56,6 @@ static void print_clear(void)
         cli_print_wrapped("                   ", 19, p.quirk_why);
 }
 
-static void print_stats(bool json)
-{
-    size_t n;
-    const struct mmp_clear_kernel *k = mmp_clear_kernels(&n);
-    struct mmp_clear_stats st;
-    mmp_clear_stats(&st);
-    if (json) {
-        printf(", \"clear_stats\": {\"clears\": %" PRIu64 ", \"cancelled\": %" PRIu64
-               ", \"rejected\": %" PRIu64 ", \"kernels\": [",
-               st.clears, st.cancelled, st.rejected);
-        for (size_t i = 0; i < n; i++) {
-            printf("%s{\"name\": ", i ? ", " : "");
-            cli_json_string(stdout, k[i].name);
-            printf(", \"calls\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"ns\": %" PRIu64
-                   ", \"timed_bytes\": %" PRIu64 "}",
-                   st.kernel[i].calls, st.kernel[i].bytes, st.kernel[i].ns,
-                   st.kernel[i].timed_bytes);
-        }
-        printf("]}");
-        return;
-    }
-    printf("\nclearing counters (this process): %" PRIu64 " clears, %" PRIu64
-           " cancelled, %" PRIu64 " rejected\n",
-           st.clears, st.cancelled, st.rejected);
-    for (size_t i = 0; i < n; i++)
-        if (st.kernel[i].calls)
-            printf("  %-12s %10" PRIu64 " calls %14" PRIu64 " bytes %12" PRIu64 " ns\n",
-                   k[i].name, st.kernel[i].calls, st.kernel[i].bytes, st.kernel[i].ns);
-}
-
 static void print_table(const struct mmp_cpu_features *f)
 {
     printf("mmport %s on %s\n\n", mmp_version(), mmp_arch_name(f->arch));
@@ -134,11 +104,15 @@ static void print_json(const struct mmp_cpu_features *f)
     cli_json_string(stdout, mmp_arch_name(f->arch));
     printf(", \"cpu\": {\"vendor\": ");
     cli_json_string(stdout, f->vendor);
-    printf(", \"family\": %u, \"model\": %u, \"stepping\": %u, \"midr\": %" PRIu64
-           ", \"zva_block\": %u, \"zva_prohibited\": %s, \"hwcap\": %" PRIu64
-           ", \"hwcap2\": %" PRIu64 ", \"llc_bytes\": %" PRIu64 ", \"llc_source\": ",
-           f->family, f->model, f->stepping, f->midr, f->zva_block,
-           f->zva_prohibited ? "true" : "false", f->hwcap, f->hwcap2, f->llc_bytes);
+    printf(", \"family\": %u, \"model\": %u, \"stepping\": %u, \"midr\": ", f->family,
+           f->model, f->stepping);
+    cli_json_hex(stdout, f->midr);
+    printf(", \"zva_block\": %u, \"zva_prohibited\": %s, \"hwcap\": ", f->zva_block,
+           f->zva_prohibited ? "true" : "false");
+    cli_json_hex(stdout, f->hwcap);
+    printf(", \"hwcap2\": ");
+    cli_json_hex(stdout, f->hwcap2);
+    printf(", \"llc_bytes\": %" PRIu64 ", \"llc_source\": ", f->llc_bytes);
     cli_json_string(stdout, f->llc_source);
     printf(", \"features\": [");
     print_flags(stdout, f->flags, true);
@@ -162,13 +136,21 @@ static void print_json(const struct mmp_cpu_features *f)
     cli_json_string(stdout, p.hot);
     printf(", \"cold\": ");
     cli_json_string(stdout, p.cold);
-    printf(", \"cold_min\": %" PRIu64 ", \"cold_min_from\": ", p.cold_min);
+    /* cold_min null: AUTO never goes cold (one size class) */
+    char cold_min[24] = "null";
+    if (p.cold_min != UINT64_MAX)
+        snprintf(cold_min, sizeof cold_min, "%" PRIu64, p.cold_min);
+    printf(", \"cold_min\": %s, \"cold_min_from\": ", cold_min);
     cli_json_string(stdout, p.cold_min_from);
-    printf(", \"size_classes\": [{\"below\": %" PRIu64 ", \"auto\": ", p.cold_min);
+    printf(", \"size_classes\": [{\"below\": %s, \"auto\": ", cold_min);
     cli_json_string(stdout, p.hot);
-    printf("}, {\"from\": %" PRIu64 ", \"auto\": ", p.cold_min);
-    cli_json_string(stdout, p.cold);
-    printf("}], \"forced\": ");
+    printf("}");
+    if (p.cold_min != UINT64_MAX) {
+        printf(", {\"from\": %s, \"auto\": ", cold_min);
+        cli_json_string(stdout, p.cold);
+        printf("}");
+    }
+    printf("], \"forced\": ");
     json_or_null(p.forced);
     printf(", \"forced_error\": ");
     json_or_null(p.forced_error);
@@ -185,20 +167,18 @@ static void print_json(const struct mmp_cpu_features *f)
 
 static int run(int argc, char **argv)
 {
-    bool json = false, stats = false;
+    bool json = false;
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'j'},
-        {"stats", no_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c;
     cli_getopt_start();
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hj", longopts, NULL)) != -1) {
         switch (c) {
         case 'h': return fputs(cli_cmd_info.usage, stdout), 0;
         case 'j': json = true; break;
-        case 's': stats = true; break;
         default: return cli_opt_error("info", c, argv, longopts);
         }
     }
@@ -207,14 +187,10 @@ static int run(int argc, char **argv)
     const struct mmp_cpu_features *f = mmp_cpu_features();
     if (json) {
         print_json(f);
-        if (stats)
-            print_stats(true);
         printf("}\n");
     } else {
         print_table(f);
         print_clear();
-        if (stats)
-            print_stats(false);
     }
     return 0;
 }
@@ -222,14 +198,14 @@ static int run(int argc, char **argv)
 const struct cli_command cli_cmd_info = {
     .name = "info",
     .summary = "show the CPU features mmport detected",
-    .usage = "usage: mmport info [--json] [--stats]\n\n"
+    .usage = "usage: mmport info [-j|--json]\n\n"
              "Prints the CPU as mmport sees it: vendor and model (x86 CPUID or arm64\n"
              "MIDR_EL1), the feature bits that choose clearing kernels, the DC ZVA block\n"
              "size (arm64) and the last-level cache size with its source; then every\n"
              "clearing kernel with its availability and the clearing policy in force\n"
              "(hot and cold kernel, AUTO threshold, quirk row matched).\n\n"
-             "  --json   one JSON object instead of the table (\"clear_kernels\",\n"
-             "           \"clear_policy\")\n"
-             "  --stats  the clearing counters of this process (\"clear_stats\")\n",
+             "  -j, --json  one JSON object instead of the table (\"cpu\", \"clear_kernels\",\n"
+             "              \"clear_policy\"); register values (midr, hwcap) are \"0x...\"\n"
+             "              strings; cold_min is null when AUTO never goes cold\n",
     .run = run,
 };

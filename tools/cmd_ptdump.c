@@ -83,6 +83,9 @@ static const char *mem_word(uint32_t a)
     case MMP_MEM_NORMAL_WB: return "normal-wb";
     case MMP_MEM_NORMAL_NC: return "normal-nc";
     case MMP_MEM_DEVICE: return "device";
+    case MMP_MEM_WC: return "wc";
+    case MMP_MEM_WT: return "wt";
+    case MMP_MEM_WP: return "wp";
     default: return "other";
     }
 }
@@ -93,10 +96,13 @@ static void jregion_emit(struct jregion *r, bool *first)
         return;
     const struct mmp_pt_leaf *l = &r->first;
     uint32_t a = l->attrs;
-    printf("%s\n    {\"va\": %" PRIu64 ", \"pa\": %" PRIu64 ", \"size\": %" PRIu64
-           ", \"kind\": \"%s\", \"leaf_size\": %" PRIu64 ", \"level\": %u, \"leaves\": %u"
-           ", \"prot\": \"%c%c%c%c%c\", \"mem\": \"%s\"}",
-           *first ? "" : ",", l->va, l->pa, r->size, kind_word(l->kind), l->size, l->level, r->n,
+    printf("%s\n    {\"va\": ", *first ? "" : ",");
+    cli_json_hex(stdout, l->va);
+    printf(", \"pa\": ");
+    cli_json_hex(stdout, l->pa);
+    printf(", \"size\": %" PRIu64 ", \"kind\": \"%s\", \"leaf_size\": %" PRIu64
+           ", \"level\": %u, \"leaves\": %u, \"prot\": \"%c%c%c%c%c\", \"mem\": \"%s\"}",
+           r->size, kind_word(l->kind), l->size, l->level, r->n,
            a & MMP_PROT_READ ? 'r' : '-', a & MMP_PROT_WRITE ? 'w' : '-',
            a & MMP_PROT_EXEC ? 'x' : '-',
            a & MMP_PROT_UEXEC ? 'X' : a & MMP_PROT_USER ? 'u' : '-',
@@ -238,6 +244,58 @@ static int parse_map(const char *arg, uint32_t granule, unsigned long long v[3],
     return 0;
 }
 
+/*
+ * The rules mmp_pt_map() applies to attributes and ranges, checked first so
+ * that a refusal says which rule (mmp_pt_map's own -EINVAL does not);
+ * 0 or a usage error.
+ */
+static int check_map(const char *arg, const struct cli_pt_format *fmt,
+                     const struct mmp_pt_info *inf, const unsigned long long v[3], uint32_t a)
+{
+    enum mmp_pt_format f = fmt->cfg.format;
+    uint32_t flags = fmt->cfg.flags;
+    bool ept = f == MMP_PT_X86_EPT;
+    uint32_t exec = a & (MMP_PROT_EXEC | MMP_PROT_UEXEC);
+    if ((a & MMP_PROT_UEXEC) && !(flags & MMP_PT_EPT_MBEC))
+        return bad_map(arg, "X (user-mode execute) needs --format x86-ept-mbec");
+    if (!(a & MMP_PROT_READ)) {
+        if (ept && (a & MMP_PROT_WRITE))
+            return bad_map(arg, "EPT needs READ with WRITE (r with w: a write-only entry is an "
+                                "EPT misconfiguration)");
+        if (ept && exec && !(flags & MMP_PT_EPT_XO))
+            return bad_map(arg, "EPT execute-only needs a CPU that allows it: --format "
+                                "x86-ept-mbec");
+        if (!ept || !exec)
+            return bad_map(arg, "%s needs r (READ) in every leaf", fmt->name);
+    }
+    uint32_t mem = a & MMP_MEM_MASK;
+    if (!ept && (mem == MMP_MEM_WC || mem == MMP_MEM_WT || mem == MMP_MEM_WP))
+        return bad_map(arg, "memory types wc, wt and wp are EPT only (x86-ept formats)");
+    bool no_user = f == MMP_PT_ARM64_S2 || ept || f == MMP_PT_X86_NPT || (flags & MMP_PT_EL2);
+    if (no_user && (a & (MMP_PROT_USER | MMP_PROT_GLOBAL)))
+        return bad_map(arg, "u and g are for stage-1 tables: %s rejects them", fmt->name);
+    static const char *const what[2] = {"VA", "PA"};
+    for (int i = 0; i < 2; i++)
+        if (v[i] + v[2] - 1 < v[i])
+            return bad_map(arg, "%s + SIZE wraps past 2^64", what[i]);
+    unsigned long long last = v[0] + v[2] - 1;
+    if (f == MMP_PT_X86_64) { /* canonical: both ends in one half */
+        unsigned long long half = 1ull << (inf->va_bits - 1), upper = ~0ull << (inf->va_bits - 1);
+        bool lo = last < half, hi = v[0] >= upper;
+        if (!lo && !hi)
+            return bad_map(arg, "VA range 0x%llx-0x%llx is not canonical for %u-bit addresses "
+                                "(lower half below 0x%llx, upper half from 0x%llx)",
+                           v[0], last, inf->va_bits, half, upper);
+    } else if (inf->va_bits < 64 && last >> inf->va_bits) {
+        return bad_map(arg, "VA range 0x%llx-0x%llx is beyond the %u-bit input space of %s",
+                       v[0], last, inf->va_bits, fmt->name);
+    }
+    if (inf->pa_bits < 64 && (v[1] + v[2] - 1) >> inf->pa_bits)
+        return bad_map(arg, "PA range 0x%llx-0x%llx is beyond the %u-bit output addresses of %s",
+                       v[1], v[1] + v[2] - 1, inf->pa_bits, fmt->name);
+    return 0;
+}
+
 static int run(int argc, char **argv)
 {
     const struct cli_pt_format *fmt = cli_pt_format("arm64-4k");
@@ -258,10 +316,11 @@ static int run(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    static const char shortopts[] = ":hf:m:ji:r:b:";
     int c;
     /* First pass: everything but the maps, which need the format's granule. */
     cli_getopt_start();
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         switch (c) {
         case 'h': return fputs(cli_cmd_ptdump.usage, stdout), 0;
         case 'f':
@@ -342,18 +401,24 @@ static int run(int argc, char **argv)
     /* Second pass: the maps (into a fresh table). */
     uint64_t lo = UINT64_MAX, hi = 0;
     cli_getopt_start();
-    while (!image && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while (!image && (c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         if (c != 'm')
             continue;
         unsigned long long v[3];
         uint32_t attrs;
-        if ((rc = parse_map(optarg, fmt->cfg.granule, v, &attrs))) {
+        if ((rc = parse_map(optarg, fmt->cfg.granule, v, &attrs)) ||
+            (rc = check_map(optarg, fmt, &inf, v, attrs))) {
             mmp_pt_destroy(pt);
             return rc;
         }
         rc = mmp_pt_map(pt, v[0], v[1], v[2], attrs, 0);
         if (rc) {
             mmp_pt_destroy(pt);
+            if (rc == -MMP_EEXIST)
+                return bad_map(optarg, "overlaps an earlier --map (the range is mapped already)");
+            if (rc == -MMP_EINVAL || rc == -MMP_ERANGE || rc == -MMP_EOVERFLOW ||
+                rc == -MMP_ENOTSUP)
+                return bad_map(optarg, "%s", mmp_strerror(rc));
             return cli_error("ptdump", "--map '%s': %s", optarg, mmp_strerror(rc));
         }
         lo = v[0] < lo ? v[0] : lo;
@@ -374,13 +439,16 @@ static int run(int argc, char **argv)
     }
     if (json) {
         printf("{\"format\": \"%s\", \"levels\": %u, \"start_level\": %d, \"granule\": %u, "
-               "\"va_bits\": %u, \"root_bytes\": %u, \"root_tables\": %u, \"root\": %" PRIu64,
-               fmt->name, inf.levels, inf.start_level, inf.granule, inf.va_bits, inf.root_bytes,
-               inf.root_tables, mmp_pt_root(pt));
-        if (image) {
+               "\"va_bits\": %u, \"pa_bits\": %u, \"root_bytes\": %u, \"root_tables\": %u",
+               fmt->name, inf.levels, inf.start_level, inf.granule, inf.va_bits, inf.pa_bits,
+               inf.root_bytes, inf.root_tables);
+        if (image) { /* a table built from --map has no physical address: no root */
             printf(", \"image\": ");
             cli_json_string(stdout, image);
-            printf(", \"base\": %llu", base);
+            printf(", \"base\": ");
+            cli_json_hex(stdout, base);
+            printf(", \"root\": ");
+            cli_json_hex(stdout, root);
         }
         printf(", \"regions\": [");
         struct jwalk w = {.first = true};
@@ -420,32 +488,39 @@ static int run(int argc, char **argv)
 const struct cli_command cli_cmd_ptdump = {
     .name = "ptdump",
     .summary = "build a page table from mappings and dump its leaves",
-    .usage = "usage: mmport ptdump [--format F] [--no-blocks] [--no-cont] [--json]\n"
-             "                     --map VA:PA:SIZE[:ATTRS] ...\n"
-             "       mmport ptdump --image FILE --root PA [--base PA] [--format F] [--json]\n\n"
+    .usage = "usage: mmport ptdump [-f F] [--no-blocks] [--no-cont] [-j] -m VA:PA:SIZE[:ATTRS] ...\n"
+             "       mmport ptdump -i FILE -r PA [-b PA] [-f F] [-j]\n\n"
              "Maps each range into a fresh table of format F and prints one line per\n"
              "region of leaves contiguous in VA and PA with identical attributes and leaf\n"
              "kind (VA range, PA, size, block / cont / page with leaf size and level,\n"
              "attributes), then the totals: pages, contiguous runs, blocks, table pages.\n\n"
-             "  --format F   x86-64, x86-64-la57, x86-ept (Intel EPT, 4-level), x86-ept-5,\n"
-             "               x86-ept-mbec (mode-based execute control, execute-only allowed),\n"
-             "               x86-npt (AMD nested paging), arm64-4k (default), arm64-16k, arm64-64k,\n"
-             "               arm64-el2-4k (single-range EL2), arm64-s2-4k (40-bit IPA),\n"
-             "               arm64-s2-16k, arm64-s2-64k; 52-bit VA and PA (FEAT_LPA2 /\n"
-             "               FEAT_LPA): arm64-4k-lpa2, arm64-16k-lpa2, arm64-64k-lpa,\n"
-             "               arm64-s2-4k-lpa2, arm64-s2-16k-lpa2, arm64-s2-64k-lpa\n"
-             "  --map        sizes take K/M/G suffixes; ATTRS: letters r w x u g (and X,\n"
-             "               user-mode execute, x86-ept-mbec only; x is then supervisor) and a\n"
-             "               memory type wb (default), nc, device (or, x86-ept only, wc, wt,\n"
-             "               wp), comma separated,\n"
-             "               e.g. 0x40000000:0x80000000:2M:rw,device; VA, PA and SIZE\n"
-             "               must be multiples of the granule\n"
-             "  --json       one JSON object: the geometry, \"regions\" (va, pa, size,\n"
-             "               kind, leaf_size, level, leaves, prot, mem) and \"usage\"\n"
-             "  --image FILE decode an existing table in a raw memory image (a guest or\n"
-             "               hypervisor dump) instead: FILE holds physical memory from\n"
-             "               --base PA (default 0) on, the root table is at --root PA;\n"
-             "               the whole input address space is dumped; table pointers\n"
-             "               outside the image read as empty tables (counted)\n",
+             "  -f, --format F    x86-64, x86-64-la57, x86-ept (Intel EPT, 4-level), x86-ept-5,\n"
+             "                    x86-ept-mbec (mode-based execute control, execute-only\n"
+             "                    allowed), x86-npt (AMD nested paging), arm64-4k (default),\n"
+             "                    arm64-16k, arm64-64k, arm64-el2-4k (single-range EL2),\n"
+             "                    arm64-s2-4k (40-bit IPA), arm64-s2-16k, arm64-s2-64k; 52-bit\n"
+             "                    VA and PA (FEAT_LPA2 / FEAT_LPA): arm64-4k-lpa2,\n"
+             "                    arm64-16k-lpa2, arm64-64k-lpa, arm64-s2-4k-lpa2,\n"
+             "                    arm64-s2-16k-lpa2, arm64-s2-64k-lpa\n"
+             "  -m, --map M       VA:PA:SIZE[:ATTRS]; sizes take K/M/G suffixes; ATTRS:\n"
+             "                    letters r w x u g (and X, user-mode execute, x86-ept-mbec\n"
+             "                    only; x is then supervisor) and a memory type wb (default),\n"
+             "                    nc, device (or, x86-ept only, wc, wt, wp), comma separated,\n"
+             "                    e.g. 0x40000000:0x80000000:2M:rw,device; VA, PA and SIZE\n"
+             "                    must be multiples of the granule; every leaf needs r (EPT:\n"
+             "                    or execute-only with x86-ept-mbec); u and g only in stage-1\n"
+             "                    tables; a refused map names the rule and exits 2\n"
+             "      --no-blocks   never use block leaves\n"
+             "      --no-cont     never set the arm64 contiguous bit\n"
+             "  -j, --json        one JSON object: the geometry, \"regions\" (va, pa, size,\n"
+             "                    kind, leaf_size, level, leaves, prot, mem) and \"usage\";\n"
+             "                    addresses are \"0x...\" strings, sizes numbers\n"
+             "  -i, --image FILE  decode an existing table in a raw memory image (a guest or\n"
+             "                    hypervisor dump) instead of --map: the whole input address\n"
+             "                    space is dumped; table pointers outside the image read as\n"
+             "                    empty tables (counted)\n"
+             "  -b, --base PA     physical address of the image's first byte (default 0)\n"
+             "  -r, --root PA     physical address of the root table in the image; the JSON\n"
+             "                    has \"root\" only then (a table built from --map has none)\n",
     .run = run,
 };

@@ -162,12 +162,17 @@ void cli_json_string(FILE *out, const char *s)
     fputc('"', out);
 }
 
+void cli_json_hex(FILE *out, unsigned long long v)
+{
+    fprintf(out, "\"0x%llx\"", v);
+}
+
 static void help(FILE *out)
 {
     fprintf(out, "usage: mmport <command> [options]   (mmport <command> --help)\n\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
-    fprintf(out, "\n  --version  print the version\n");
+    fprintf(out, "\n  -V, --version  print the version\n");
 }
 
 /* Output that could not be written (a full disk, /dev/full, a closed pipe)
@@ -204,7 +209,7 @@ static int dispatch(int argc, char **argv)
         help(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    if (strcmp(argv[1], "--version") == 0) {
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
         printf("mmport %s\n", mmp_version());
         return 0;
     }

@@ -259,7 +259,7 @@ MMP_API void mmp_clear_policy(struct mmp_clear_policy *out);
 
 /** Result of a calibration run. */
 struct mmp_clear_calibration {
-    size_t nsizes;
+    size_t nsizes;                      /**< entries used in size[] and in each mbps[] row */
     uint64_t size[MMP_CLEAR_CAL_SIZES]; /**< bytes, ascending */
     /**
      * MB/s (1e6 bytes/s) per kernel (mmp_clear_kernels() order) and size;

@@ -15,16 +15,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/** Marks the functions the library exports (default visibility). */
 #if defined(__GNUC__) || defined(__clang__)
 #define MMP_API __attribute__((visibility("default")))
 #else
 #define MMP_API
 #endif
 
-#define MMP_VERSION_MAJOR 0
-#define MMP_VERSION_MINOR 1
-#define MMP_VERSION_PATCH 0
-#define MMP_VERSION_STRING "0.1.0"
+/** Version of the headers, at compile time (mmp_version() gives the library's). */
+#define MMP_VERSION_MAJOR 0 /**< major version: changes when the API breaks */
+#define MMP_VERSION_MINOR 1 /**< minor version: new API, compatible */
+#define MMP_VERSION_PATCH 0 /**< patch level: fixes only */
+#define MMP_VERSION_STRING "0.1.0" /**< "MAJOR.MINOR.PATCH" */
 
 /* Error values (returned negated). Equal to Linux <errno.h>. */
 #define MMP_ENOENT 2     /**< nothing mapped / no such item */

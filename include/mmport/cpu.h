@@ -16,8 +16,8 @@ extern "C" {
 /** Instruction-set architecture of the running build. */
 enum mmp_arch {
     MMP_ARCH_GENERIC = 0, /**< portable C only */
-    MMP_ARCH_X86_64 = 1,
-    MMP_ARCH_ARM64 = 2,
+    MMP_ARCH_X86_64 = 1,  /**< x86-64 */
+    MMP_ARCH_ARM64 = 2,   /**< arm64 (AArch64) */
 };
 
 /** Feature bits in mmp_cpu_features::flags. x86 and arm64 bits do not overlap. */

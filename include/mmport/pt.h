@@ -261,9 +261,9 @@ struct mmp_pt_config {
 };
 
 /** Permissions (low bits of an attribute word). */
-#define MMP_PROT_READ 0x1u
+#define MMP_PROT_READ 0x1u   /**< read; every leaf needs it (EPT: or MMP_PT_EPT_XO) */
 #define MMP_PROT_WRITE 0x2u  /**< requires MMP_PROT_READ */
-#define MMP_PROT_EXEC 0x4u
+#define MMP_PROT_EXEC 0x4u   /**< execute (EPT with MMP_PT_EPT_MBEC: supervisor-mode) */
 #define MMP_PROT_USER 0x8u   /**< EL0 / CPL3 access (stage 1 and x86-64 only) */
 #define MMP_PROT_GLOBAL 0x10u /**< x86 G bit; arm64 stage 1: nG clear */
 #define MMP_PROT_MASK 0x1fu /**< the permission bits every format knows */
@@ -281,7 +281,7 @@ struct mmp_pt_config {
 #define MMP_MEM_WC 0x300u /**< write-combining (EPT only; other formats: -EINVAL) */
 #define MMP_MEM_WT 0x400u /**< write-through (EPT only; other formats: -EINVAL) */
 #define MMP_MEM_WP 0x500u /**< write-protected (EPT only; other formats: -EINVAL) */
-#define MMP_MEM_MASK 0xf00u
+#define MMP_MEM_MASK 0xf00u /**< the memory-type field */
 
 /** Per-call flags of mmp_pt_map(). */
 enum mmp_pt_map_flag {
@@ -419,6 +419,7 @@ struct mmp_pt_leaf {
     uint64_t desc;  /**< the raw descriptor */
 };
 
+/** What a leaf is (mmp_pt_leaf::kind). */
 enum mmp_pt_leaf_kind {
     MMP_LEAF_PAGE = 0,  /**< last-level page */
     MMP_LEAF_BLOCK = 1, /**< block / huge page */
@@ -452,7 +453,7 @@ struct mmp_pt_stats {
  * mmp_pt_fini is still a live table to init (-EBUSY): zero it to reuse it.
  */
 struct mmp_pt {
-    uint64_t opaque[96];
+    uint64_t opaque[96]; /**< private state; no field of it is API */
 };
 
 /**
@@ -594,7 +595,8 @@ MMP_API void mmp_pt_stats(const struct mmp_pt *pt, struct mmp_pt_stats *out);
 /** Geometry of a table, with the control-register values it assumes. */
 struct mmp_pt_info {
     enum mmp_pt_format format;
-    uint32_t granule;
+    uint32_t granule;     /**< translation granule in bytes */
+    /** Input- and output-address bits (pa_bits resolved: never 0). */
     uint32_t va_bits, pa_bits;
     uint32_t levels;      /**< levels walked */
     int32_t start_level;  /**< architectural level of the root (x86: 4 or 5) */
