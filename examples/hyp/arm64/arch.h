@@ -55,6 +55,7 @@ struct vcpu {
     volatile AO_t state;
     uint64_t entry, context; /* PSCI CPU_ON: where and with what it starts */
     volatile AO_t parked;    /* stopped at EL2 for the end of the run */
+    volatile AO_t in_wfi;    /* waiting in the hypervisor's WFI */
 };
 
 /* Layout of host RAM and the guest (main.c). */

@@ -52,15 +52,19 @@ static __attribute__((noreturn)) void park(unsigned cpu)
         __asm__ volatile("wfe");
 }
 
-/* Wait (bounded) until every other vCPU is parked or off. */
+/*
+ * Wait (bounded) until every other vCPU is parked, off, or waiting in the
+ * hypervisor's WFI: one there may never wake (a CPU the guest stopped in
+ * its IPI handler has its running priority raised and takes no further
+ * interrupt), and once woken it parks instead of returning to the guest.
+ */
 static void stop_others(unsigned cpu)
 {
     uint64_t t0 = hyp_arch_now_ns();
     for (unsigned i = 0; i < hyp_nvcpus; i++) {
-        if (i == cpu)
-            continue;
-        while (AO_load_acquire(&hyp_vcpus[i].state) != VCPU_OFF &&
-               !AO_load_acquire(&hyp_vcpus[i].parked)) {
+        struct vcpu *v = &hyp_vcpus[i];
+        while (i != cpu && AO_load_full(&v->state) != VCPU_OFF && !AO_load_full(&v->parked) &&
+               !AO_load_full(&v->in_wfi)) {
             if (hyp_arch_now_ns() - t0 > 3000000000ull) {
                 hyp_printf("hyp: vCPU %u did not stop within 3 s\n", i);
                 break;
@@ -72,7 +76,7 @@ static void stop_others(unsigned cpu)
 
 void hyp_end(unsigned cpu, const char *why)
 {
-    if (AO_fetch_and_add1(&stopping) != 0)
+    if (AO_fetch_and_add1_full(&stopping) != 0)
         park(cpu); /* another vCPU ends the run */
     hyp_run.run_ns = hyp_arch_now_ns() - hyp_gmm.t0;
     hyp_run.end = why;
@@ -182,7 +186,14 @@ static void wfi(struct hyp_frame *f, unsigned cpu)
 {
     f->elr += 4;
     gmm_tick(&hyp_gmm, cpu);
-    __asm__ volatile("dsb sy\n\twfi" ::: "memory");
+    /* in_wfi, then stopping (full barriers): a vCPU the stopper saw in
+     * here checks stopping after its wait and parks (stop_others()). */
+    AO_store_full(&hyp_vcpus[cpu].in_wfi, 1);
+    if (!AO_load_full(&stopping))
+        __asm__ volatile("dsb sy\n\twfi" ::: "memory");
+    if (AO_load_full(&stopping))
+        park(cpu);
+    AO_store_full(&hyp_vcpus[cpu].in_wfi, 0);
 }
 
 void hyp_exception(struct hyp_frame *f, uint64_t idx);

@@ -44,6 +44,7 @@ struct gmm_config {
     int blocks;              /* fault mode: 2 MiB leaves where the backing allows */
     /* Schedule, in ns after gmm_start(); 0 round = never. */
     uint64_t mig_start_ns, mig_round_ns;
+    uint64_t mig_budget; /* pages a round copies at most (the final one: all) */
     uint64_t evict_start_ns, evict_round_ns;
     unsigned evict_batch; /* pages evicted per round at most */
 };
@@ -96,12 +97,12 @@ struct gmm {
     volatile AO_TS_t round_busy;/* a CPU is doing a migration or eviction round */
     uint64_t t0;              /* gmm_start() */
     enum { MIG_IDLE, MIG_RUNNING, MIG_DONE } mig;
-    uint64_t last_mig, last_evict, evict_cursor;
+    uint64_t last_mig, last_evict, evict_cursor, mig_cursor;
     struct gmm_cpu cpu[HYP_MAX_CPUS];
     struct gmm_stats st;
     uint64_t resident[GMM_WORDS]; /* mapped RAM pages */
     uint64_t evicted[GMM_WORDS];  /* content in swap, page unmapped and zeroed */
-    uint64_t pending[GMM_WORDS];  /* to copy at the next round (dirty state an unmap lost) */
+    uint64_t pending[GMM_WORDS];  /* to copy to the shadow (migration) */
     uint64_t scratch[GMM_WORDS];  /* harvest and young bitmaps */
 };
 
