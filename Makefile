@@ -25,7 +25,7 @@ all: config.mak
 # Building needs only a C compiler and the libatomic_ops headers; only the
 # check and run targets install the test tools (Debian, as root), then
 # configure again with the same arguments when it had missed some.
-NEEDS_DEPS := $(filter check run fuzz deps,$(MAKECMDGOALS))
+NEEDS_DEPS := $(filter check run fuzz deps guest,$(MAKECMDGOALS))
 config.mak: configure
 	$(if $(NEEDS_DEPS),@scripts/install-deps.sh)
 	@if [ -x config.status ]; then ./config.status; else ./configure; fi
@@ -71,6 +71,12 @@ run: deps
 	+@$(MAKE) --no-print-directory all
 	$(NATIVE_B)/mmport demo
 
+# The reference hypervisor (examples/hyp/, docs/hypervisor.md): fetches the
+# guests, builds it, boots Debian's kernel in each configuration once and
+# prints the summaries (the same runs as the check step "guest").
+guest: deps
+	@sh scripts/check.d/guest.sh
+
 include mk/install.mk
 
 clean:
@@ -79,5 +85,5 @@ clean:
 distclean: clean
 	rm -f config.mak config.status
 
-.PHONY: fuzz fuzz-run fuzz-merge all deps build-native build-asan build-tsan build-cross check check-run \
+.PHONY: guest fuzz fuzz-run fuzz-merge all deps build-native build-asan build-tsan build-cross check check-run \
         run clean distclean

@@ -16,6 +16,8 @@
  *                         FEAT_HAFDBS)
  *   hyp.mig=START,ROUND   ms: migration starts, then rounds (default 1000,100; 0 off)
  *   hyp.evict=START,ROUND,BATCH  ms, pages (default 1500,200,64; 0 off)
+ *   hyp.fold=1            let maps fold runs and blocks under dirty tracking
+ *                         (common/gmm.c says why they do not by default)
  */
 #include "arch.h"
 #include "fdt.h"
@@ -79,6 +81,7 @@ struct opts {
     uint64_t kernel, kernel_size, initrd, initrd_size, mem_mib;
     uint32_t granule;
     int blocks, track; /* track: 1 hw, 0 sw, -1 default */
+    uint64_t fold;
     uint64_t mig[2], evict[3];
     const char *guest_args;
 };
@@ -133,6 +136,8 @@ static void parse(struct opts *o, const char *args)
             o->kernel = n[0], o->kernel_size = n[1];
         } else if ((v = word_is(s, "hyp.initrd=")) && numbers(v, n, 2) == 2) {
             o->initrd = n[0], o->initrd_size = n[1];
+        } else if ((v = word_is(s, "hyp.fold=")) && numbers(v, n, 1) == 1) {
+            o->fold = n[0];
         } else if ((v = word_is(s, "hyp.mem=")) && numbers(v, n, 1) == 1) {
             o->mem_mib = n[0];
         } else if ((v = word_is(s, "hyp.granule="))) {
@@ -415,7 +420,7 @@ void hyp_main(void)
         .ipa_base = l->guest_ipa, .size = l->guest_size,
         .ram = (uint8_t *)(uintptr_t)l->guest_pa, .ram_pa = l->guest_pa,
         .shadow = (uint8_t *)(uintptr_t)l->shadow_pa, .swap = (uint8_t *)(uintptr_t)l->swap_pa,
-        .blocks = o.blocks,
+        .blocks = o.blocks, .fold_tracked = o.fold != 0,
         .mig_start_ns = o.mig[0] * 1000000, .mig_round_ns = o.mig[1] * 1000000,
         .mig_budget = (16ull << 20) / o.granule,
         .evict_start_ns = o.evict[0] * 1000000, .evict_round_ns = o.evict[1] * 1000000,

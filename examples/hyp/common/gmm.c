@@ -82,9 +82,20 @@ static int map_fault(struct gmm *g, unsigned cpu, uint64_t ipa)
         hyp_unlock(&g->lock);
         return rc == 0 ? GMM_RETRY : rc;
     }
+    /*
+     * Under dirty tracking no map may fold: mmport (this version) folds a
+     * run of pages or a table of them completed by a map even when their
+     * hardware dirty or access state differs from the new leaf's, and
+     * writes the folded entries from the new leaf's template, so the
+     * dirty state of the pages already there is lost (the migration
+     * compare catches it: hyp.fold=1 lets maps fold, to show it).
+     */
+    uint32_t mflags = g->mig == MIG_RUNNING && !g->cfg.fold_tracked
+                      ? MMP_MAP_NO_CONT | MMP_MAP_NO_BLOCK : 0;
     if (gmm_test(g->evicted, p)) {
         hyp_copy_words(g->cfg.ram + off, g->cfg.swap + off, g->granule);
-        rc = GMM_TIMED(g, cpu, mmp_pt_map(&g->pt, at, g->cfg.ram_pa + off, size, RAM_ATTRS, 0));
+        rc = GMM_TIMED(g, cpu, mmp_pt_map(&g->pt, at, g->cfg.ram_pa + off, size, RAM_ATTRS,
+                                          mflags));
         if (rc == 0) {
             gmm_clr(g->evicted, p);
             gmm_set(g->resident, p);
@@ -92,14 +103,16 @@ static int map_fault(struct gmm *g, unsigned cpu, uint64_t ipa)
         }
     } else {
         uint64_t per = GMM_BLOCK / g->granule, first = p & ~(per - 1);
-        int block = g->cfg.blocks && !(g->mig == MIG_RUNNING && !g->track_hw) &&
-                    region_free(g, first, per);
+        /* No new blocks under dirty tracking: a harvest reports a dirty
+         * block as all its pages (and software tracking would split it at
+         * once), so the copy would grow 512-fold for one write. */
+        int block = g->cfg.blocks && g->mig != MIG_RUNNING && region_free(g, first, per);
         if (block) {
             at = g->cfg.ipa_base + first * g->granule;
             size = GMM_BLOCK;
         }
         rc = GMM_TIMED(g, cpu, mmp_pt_map(&g->pt, at, g->cfg.ram_pa + (at - g->cfg.ipa_base),
-                                          size, RAM_ATTRS, 0));
+                                          size, RAM_ATTRS, mflags));
         if (rc == 0) {
             for (uint64_t q = (at - g->cfg.ipa_base) / g->granule; q < (at - g->cfg.ipa_base + size) / g->granule; q++)
                 gmm_set(g->resident, q);

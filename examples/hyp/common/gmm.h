@@ -42,6 +42,7 @@ struct gmm_config {
     uint64_t ram_pa;         /* the backing's physical address (the table's output) */
     uint8_t *shadow, *swap;  /* migration target and eviction store, size bytes each */
     int blocks;              /* fault mode: 2 MiB leaves where the backing allows */
+    int fold_tracked;        /* let maps fold runs and blocks under dirty tracking (gmm.c) */
     /* Schedule, in ns after gmm_start(); 0 round = never. */
     uint64_t mig_start_ns, mig_round_ns;
     uint64_t mig_budget; /* pages a round copies at most (the final one: all) */
