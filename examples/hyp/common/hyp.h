@@ -14,6 +14,8 @@
 
 #include <atomic_ops.h>
 
+#include "fmt.h"
+
 /* ---- provided by the architecture part ---- */
 
 /** Write one character to the console (polled; callable from any CPU). */
@@ -31,23 +33,15 @@ __attribute__((noreturn)) void hyp_arch_power_off(void);
 
 /* ---- console.c ---- */
 
-void *memset(void *d, int c, size_t n);
-void *memcpy(void *d, const void *s, size_t n);
-void *memmove(void *d, const void *s, size_t n);
-int memcmp(const void *a, const void *b, size_t n);
-
 /** Copy @p n bytes between 8-byte-aligned buffers (a multiple of 64). */
 void hyp_copy_words(void *d, const void *s, size_t n);
 /** Offset of the first differing byte of two 8-byte-aligned buffers of
  *  @p n bytes (a multiple of 64), or n when they are equal. */
 size_t hyp_diff_words(const void *a, const void *b, size_t n);
 
-/* printf subset: %s %c %d %u %x %p with l/ll/z, width and '0' flag.
- * Lines from two CPUs do not interleave (one lock per call). */
+/* printf on the console (fmt.h's formats). Lines from two CPUs do not
+ * interleave (one lock per call). */
 __attribute__((format(printf, 1, 2))) void hyp_printf(const char *fmt, ...);
-int hyp_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap);
-__attribute__((format(printf, 3, 4))) int hyp_snprintf(char *buf, size_t cap, const char *fmt,
-                                                       ...);
 
 /* ---- a test-and-set spinlock that counts contention ---- */
 
