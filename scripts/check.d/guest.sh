@@ -12,12 +12,16 @@
 #  - each run within 3 minutes (timeout);
 # and bad input fails cleanly: a missing kernel file, a corrupt one (caught
 # by the runner, and by the hypervisor itself), each with a message and a
-# non-zero exit, in seconds.
+# non-zero exit, in seconds. The step's own teeth: each
+# tests/planted/guest/N-name.patch plants one bug in a copy of the library
+# ("# planted bug:" says which, "# guest run:" in which configuration);
+# the hypervisor built with it must fail that run.
 # GUEST_ONLY="arm64-max-pages ..." runs some configurations; logs in
 # build/hyp/logs/. `make guest` runs this and prints the summaries.
 set -u
 . scripts/check-step.sh
 logs=build/hyp/logs
+top=$(pwd)
 mkdir -p "$logs"
 want() { [ -z "${GUEST_ONLY:-}" ] || case " $GUEST_ONLY " in *" $1 "*) ;; *) return 1 ;; esac; }
 
@@ -88,6 +92,35 @@ arm64() {
         fi
         rm -rf "$t"
     fi
+
+    for p in tests/planted/guest/*.patch; do
+        [ -f "$p" ] || continue
+        n=$(basename "$p" .patch)
+        want "arm64-planted-$n" || want arm64-planted || [ -z "${GUEST_ONLY:-}" ] || continue
+        what=$(sed -n 's/^# planted bug: //p' "$p")
+        args=$(sed -n 's/^# guest run: //p' "$p")
+        d=build/hyp/planted/$n
+        rm -rf "$d"
+        mkdir -p "$d/src"
+        cp -R core arch host include examples "$d/src/"
+        if ! (cd "$d/src" && patch -p1 -s < "$top/$p") > "$d/patch.log" 2>&1; then
+            cat "$d/patch.log"; ko "arm64 planted $n: the patch no longer applies ($what)"; continue
+        fi
+        if ! make --no-print-directory -j2 -C "$d/src" -f examples/hyp/arm64/hyp.mk \
+            > "$d/build.log" 2>&1; then
+            tail -5 "$d/build.log"; ko "arm64 planted $n: build ($what)"; continue
+        fi
+        # shellcheck disable=SC2086
+        examples/hyp/arm64/run.sh $args --hyp "$d/src/build/hyp/arm64/hyp.elf" \
+            --log "$logs/planted-$n.log" > /dev/null 2>&1
+        rc=$?
+        diffs=$(grep -o ' compare_diffs=[0-9]*' "$logs/planted-$n.log" | tail -1)
+        if [ "$rc" = 1 ] && grep -q '^run.sh: FAIL' "$logs/planted-$n.log"; then
+            ok "arm64 planted $n: caught ($what:$diffs; $(grep '^run.sh: FAIL' "$logs/planted-$n.log" | head -1 | sed 's/^run.sh: FAIL: //'))"
+        else
+            ko "arm64 planted $n: not caught, exit $rc ($what), see $logs/planted-$n.log"
+        fi
+    done
 }
 
 arm64

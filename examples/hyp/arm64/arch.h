@@ -37,7 +37,7 @@ struct hyp_frame {
 #define ESR_FNV (1ull << 10)
 #define ESR_S1PTW (1ull << 7)
 #define ESR_WNR (1ull << 6)
-#define ESR_FSC(esr) ((esr) & 0x3f)
+#define ESR_FSC(esr) ((esr)&0x3f)
 
 /* HCR_EL2 bits the hypervisor sets (D19.2.48). */
 #define HCR_VM (1ull << 0)
@@ -60,8 +60,8 @@ struct vcpu {
 
 /* Layout of host RAM and the guest (main.c). */
 struct hyp_layout {
-    uint64_t ram_base, ram_size;       /* host RAM (QEMU's memory node) */
-    uint64_t kernel_pa, initrd_pa;     /* where the runner's loader put the files */
+    uint64_t ram_base, ram_size;   /* host RAM (QEMU's memory node) */
+    uint64_t kernel_pa, initrd_pa; /* where the runner's loader put the files */
     uint64_t initrd_size;
     uint64_t guest_pa, shadow_pa, swap_pa; /* guest RAM backing and its two copies */
     uint64_t guest_ipa, guest_size;

@@ -23,7 +23,8 @@ void hyp_vcpu_setup(unsigned cpu)
      * does not use. */
     write_sysreg(cptr_el2, 0x32ffull | (1ull << 12));
     isb();
-    if ((read_sysreg(id_aa64pfr0_el1) >> 32) & 0xf) /* SVE: the guest may use any length */
+    if ((read_sysreg(id_aa64pfr0_el1) >> 32) &
+        0xf) /* SVE: the guest may use any length */
         __asm__ volatile("msr s3_4_c1_c2_0, %0" ::"r"(0xfull)); /* ZCR_EL2 */
     write_sysreg(cnthctl_el2, 3); /* EL1PCTEN, EL1PCEN: the guest owns the EL1 timers */
     write_sysreg(cntvoff_el2, 0);
@@ -37,9 +38,9 @@ void hyp_vcpu_setup(unsigned cpu)
     __asm__ volatile("msr s3_4_c12_c9_5, %0" ::"r"(0xfull)); /* ICC_SRE_EL2 */
     isb();
     __asm__ volatile("msr s3_4_c12_c11_0, xzr"); /* ICH_HCR_EL2 */
-    write_sysreg(sctlr_el1, 0x30d00800ull); /* RES1 bits, MMU and caches off */
-    write_sysreg(hcr_el2, HCR_VM | HCR_SWIO | HCR_TWI | HCR_TSC | HCR_RW | HCR_API | HCR_APK |
-                              hyp_gmm.info.hcr_set);
+    write_sysreg(sctlr_el1, 0x30d00800ull);      /* RES1 bits, MMU and caches off */
+    write_sysreg(hcr_el2, HCR_VM | HCR_SWIO | HCR_TWI | HCR_TSC | HCR_RW | HCR_API |
+                              HCR_APK | hyp_gmm.info.hcr_set);
     isb();
     __asm__ volatile("tlbi vmalls12e1\n\tdsb nsh\n\tisb" ::: "memory");
 }
@@ -63,8 +64,8 @@ static void stop_others(unsigned cpu)
     uint64_t t0 = hyp_arch_now_ns();
     for (unsigned i = 0; i < hyp_nvcpus; i++) {
         struct vcpu *v = &hyp_vcpus[i];
-        while (i != cpu && AO_load_full(&v->state) != VCPU_OFF && !AO_load_full(&v->parked) &&
-               !AO_load_full(&v->in_wfi)) {
+        while (i != cpu && AO_load_full(&v->state) != VCPU_OFF &&
+               !AO_load_full(&v->parked) && !AO_load_full(&v->in_wfi)) {
             if (hyp_arch_now_ns() - t0 > 3000000000ull) {
                 hyp_printf("hyp: vCPU %u did not stop within 3 s\n", i);
                 break;
@@ -98,7 +99,7 @@ void hyp_end(unsigned cpu, const char *why)
  */
 static void inject_dabt(struct hyp_frame *f)
 {
-    uint64_t mode = f->spsr & 0xf;                /* M[3:0] of the interrupted state */
+    uint64_t mode = f->spsr & 0xf; /* M[3:0] of the interrupted state */
     uint64_t vbar = read_sysreg(vbar_el1);
     uint64_t off = mode == 0 ? 0x400 : (mode & 1) ? 0x200 : 0; /* EL0 / EL1h / EL1t */
     uint64_t ec = mode == 0 ? EC_DABT_LOW : 0x25;
@@ -145,12 +146,18 @@ static void stage2_abort(struct hyp_frame *f, unsigned cpu, unsigned ec)
     int write = ec == EC_DABT_LOW && (esr & (ESR_WNR | ESR_S1PTW));
     enum gmm_access kind;
     switch (fsc & 0x3c) {
-    case 0x04: kind = GMM_TRANSLATION; break;
-    case 0x08: kind = GMM_ACCESS_FLAG; break;
-    case 0x0c: kind = GMM_PERMISSION; break;
+    case 0x04:
+        kind = GMM_TRANSLATION;
+        break;
+    case 0x08:
+        kind = GMM_ACCESS_FLAG;
+        break;
+    case 0x0c:
+        kind = GMM_PERMISSION;
+        break;
     default:
-        hyp_printf("hyp: vCPU %u: stage-2 abort with status %lx at IPA %lx, PC %lx\n", cpu,
-                   (unsigned long)fsc, (unsigned long)ipa, (unsigned long)f->elr);
+        hyp_printf("hyp: vCPU %u: stage-2 abort with status %lx at IPA %lx, PC %lx\n",
+                   cpu, (unsigned long)fsc, (unsigned long)ipa, (unsigned long)f->elr);
         hyp_end(cpu, "error");
     }
     int rc = gmm_fault(&hyp_gmm, cpu, ipa, kind, write);
@@ -166,7 +173,8 @@ static void stage2_abort(struct hyp_frame *f, unsigned cpu, unsigned ec)
         /* Neither RAM nor a device: the guest gets the abort a bus would
          * give it; a guest that keeps doing it is stopped. */
         hyp_run.bad_ipa++;
-        hyp_printf("hyp: vCPU %u: %s at IPA %lx (neither RAM nor a device), PC %lx: %s\n", cpu,
+        hyp_printf("hyp: vCPU %u: %s at IPA %lx (neither RAM nor a device), PC %lx: %s\n",
+                   cpu,
                    ec == EC_DABT_LOW ? (write ? "write" : "read") : "instruction fetch",
                    (unsigned long)ipa, (unsigned long)f->elr,
                    ec == EC_DABT_LOW ? "external abort injected" : "stopping the guest");
@@ -175,8 +183,9 @@ static void stage2_abort(struct hyp_frame *f, unsigned cpu, unsigned ec)
         inject_dabt(f);
         return;
     }
-    hyp_printf("hyp: vCPU %u: stage-2 fault at IPA %lx (status %lx) not fixed: error %d\n", cpu,
-               (unsigned long)ipa, (unsigned long)fsc, rc);
+    hyp_printf(
+        "hyp: vCPU %u: stage-2 fault at IPA %lx (status %lx) not fixed: error %d\n", cpu,
+        (unsigned long)ipa, (unsigned long)fsc, rc);
     hyp_end(cpu, "error");
 }
 

@@ -20,7 +20,8 @@ static uint32_t be32(const void *p)
 
 static void put32(uint8_t *p, uint32_t v)
 {
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8),
+    p[3] = (uint8_t)v;
 }
 
 static size_t slen(const char *s)
@@ -39,8 +40,19 @@ static int streq(const char *a, const char *b)
 }
 
 /* Header fields (offsets in bytes). */
-enum { H_MAGIC = 0, H_TOTAL = 4, H_STRUCT = 8, H_STRINGS = 12, H_RSV = 16, H_VERSION = 20,
-       H_LASTCOMP = 24, H_BOOTCPU = 28, H_STRSIZE = 32, H_STRUCTSIZE = 36, H_LEN = 40 };
+enum {
+    H_MAGIC = 0,
+    H_TOTAL = 4,
+    H_STRUCT = 8,
+    H_STRINGS = 12,
+    H_RSV = 16,
+    H_VERSION = 20,
+    H_LASTCOMP = 24,
+    H_BOOTCPU = 28,
+    H_STRSIZE = 32,
+    H_STRUCTSIZE = 36,
+    H_LEN = 40
+};
 
 int fdt_check(const void *fdt, size_t max)
 {
@@ -229,7 +241,8 @@ const char *fdt_prop_string(const void *fdt, const char *node, const char *prop)
             in = ++depth == 2 && streq(t.name, node);
         else if (t.type == T_END_NODE)
             in = 0, depth--;
-        else if (t.type == T_PROP && in && streq(t.name, prop) && t.len && !t.val[t.len - 1])
+        else if (t.type == T_PROP && in && streq(t.name, prop) && t.len &&
+                 !t.val[t.len - 1])
             return (const char *)t.val;
     }
     return NULL;
@@ -358,7 +371,7 @@ long fdt_rewrite(const void *in, void *out, size_t cap, const struct fdt_edit *e
         return -1;
     memcpy(w + H_LEN, rsv, rsv_bytes);
 
-    struct out o = { .s = w + so, .cap = cap - so };
+    struct out o = {.s = w + so, .cap = cap - so};
     struct cur c;
     struct tok t;
     struct open st[MAX_DEPTH];
@@ -382,7 +395,8 @@ long fdt_rewrite(const void *in, void *out, size_t cap, const struct fdt_edit *e
                 add_props(&o, &st[depth - 1], e);
             struct open *n = &st[depth];
             memset(n, 0, sizeof(*n));
-            n->disabled = index < MAX_NODES && (plan.disable[index / 8] >> (index % 8)) & 1;
+            n->disabled =
+                index < MAX_NODES && (plan.disable[index / 8] >> (index % 8)) & 1;
             index++;
             char name[48];
             const char *nm = t.name;
@@ -394,7 +408,8 @@ long fdt_rewrite(const void *in, void *out, size_t cap, const struct fdt_edit *e
                     n->disabled = 1; /* one memory node: the guest's RAM */
                 } else {
                     n->memory = memory_done = 1;
-                    hyp_snprintf(name, sizeof(name), "memory@%lx", (unsigned long)e->mem_base);
+                    hyp_snprintf(name, sizeof(name), "memory@%lx",
+                                 (unsigned long)e->mem_base);
                     nm = name;
                 }
             }
@@ -407,8 +422,9 @@ long fdt_rewrite(const void *in, void *out, size_t cap, const struct fdt_edit *e
             struct open *n = &st[depth - 1];
             if (n->disabled && streq(t.name, "status"))
                 break;
-            if (n->chosen && (streq(t.name, "bootargs") || streq(t.name, "linux,initrd-start") ||
-                              streq(t.name, "linux,initrd-end")))
+            if (n->chosen &&
+                (streq(t.name, "bootargs") || streq(t.name, "linux,initrd-start") ||
+                 streq(t.name, "linux,initrd-end")))
                 break;
             if (n->memory && streq(t.name, "reg")) {
                 uint8_t reg[16];

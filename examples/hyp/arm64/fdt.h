@@ -16,8 +16,8 @@
 /** One node as the walk reports it, after its properties were read. */
 struct fdt_node {
     const char *name;
-    int depth; /* 1: a child of the root */
-    unsigned index; /* position in the tree, in walk order */
+    int depth;          /* 1: a child of the root */
+    unsigned index;     /* position in the tree, in walk order */
     const char *compat; /* the compatible list (NUL-separated) */
     int compat_len;
     const uint8_t *reg;
@@ -25,7 +25,8 @@ struct fdt_node {
     const char *device_type;
     const char *method; /* "method" (the psci node) */
     const uint8_t *status;
-    uint32_t reg_addr_cells, reg_size_cells; /* the parent's #address-cells / #size-cells */
+    uint32_t reg_addr_cells,
+        reg_size_cells; /* the parent's #address-cells / #size-cells */
 };
 
 /** 0 when @p fdt starts with a plausible header no bigger than @p max bytes. */
@@ -45,8 +46,8 @@ const char *fdt_prop_string(const void *fdt, const char *node, const char *prop)
 
 /** What the guest's copy changes. */
 struct fdt_edit {
-    uint64_t mem_base, mem_size; /* the only memory node */
-    const char *bootargs;        /* /chosen */
+    uint64_t mem_base, mem_size;       /* the only memory node */
+    const char *bootargs;              /* /chosen */
     uint64_t initrd_start, initrd_end; /* /chosen; 0, 0: none */
     /* Top-level nodes for which this returns 0 get status = "disabled". */
     int (*keep)(const struct fdt_node *n);

@@ -32,7 +32,7 @@ uint64_t hyp_uart = 0x09000000; /* QEMU virt's, until the device tree says */
  * doorbell the guest's init writes (exit.c). */
 uint64_t hyp_doorbell_ipa = 0x0b000000;
 
-#define QEMU_DTB 0x40000000ull /* QEMU virt puts its tree at the start of RAM */
+#define QEMU_DTB 0x40000000ull  /* QEMU virt puts its tree at the start of RAM */
 #define GUEST_IPA 0x80000000ull /* guest RAM, guest-physical (not where it is) */
 
 /* ---- what common/ needs from the arch ---- */
@@ -122,8 +122,12 @@ static int numbers(const char *s, uint64_t *v, int n)
 
 static void parse(struct opts *o, const char *args)
 {
-    *o = (struct opts){ .mem_mib = 512, .granule = 4096, .track = -1,
-                        .mig = { 1000, 100 }, .evict = { 1500, 200, 64 }, .guest_args = "" };
+    *o = (struct opts){.mem_mib = 512,
+                       .granule = 4096,
+                       .track = -1,
+                       .mig = {1000, 100},
+                       .evict = {1500, 200, 64},
+                       .guest_args = ""};
     for (const char *s = args; s && *s;) {
         while (*s == ' ')
             s++;
@@ -149,7 +153,8 @@ static void parse(struct opts *o, const char *args)
         } else if ((v = word_is(s, "hyp.mig=")) && numbers(v, n, 2) >= 1) {
             o->mig[0] = n[0], o->mig[1] = n[0] ? n[1] : 0;
         } else if ((v = word_is(s, "hyp.evict=")) && numbers(v, n, 3) >= 1) {
-            o->evict[0] = n[0], o->evict[1] = n[0] ? n[1] : 0, o->evict[2] = n[0] ? n[2] : 0;
+            o->evict[0] = n[0], o->evict[1] = n[0] ? n[1] : 0,
+            o->evict[2] = n[0] ? n[2] : 0;
         } else if (*s) {
             hyp_printf("hyp: unknown option: %s\n", s);
             fatal("bad option (see examples/hyp/arm64/main.c)");
@@ -175,7 +180,8 @@ static int scan_node(void *arg, const struct fdt_node *n)
     uint64_t size;
     if (n->device_type && !memcmp(n->device_type, "memory", 7) && !hyp_layout.ram_size)
         hyp_layout.ram_base = fdt_reg(n, 0, &hyp_layout.ram_size);
-    else if (n->device_type && !memcmp(n->device_type, "cpu", 4) && hyp_nvcpus < HYP_MAX_CPUS)
+    else if (n->device_type && !memcmp(n->device_type, "cpu", 4) &&
+             hyp_nvcpus < HYP_MAX_CPUS)
         hyp_vcpus[hyp_nvcpus++].mpidr = fdt_reg(n, 0, &size);
     else if (fdt_compatible(n, "arm,pl011") && !devs.uart)
         devs.uart = fdt_reg(n, 0, &size);
@@ -194,8 +200,9 @@ static int scan_node(void *arg, const struct fdt_node *n)
 static int keep_node(const struct fdt_node *n)
 {
     static const char *const keep[] = {
-        "arm,pl011", "arm,pl031", "arm,gic-v3", "arm,armv8-timer", "arm,armv8-pmuv3",
-        "arm,psci-1.0", "arm,psci-0.2", "arm,psci", "fixed-clock",
+        "arm,pl011",       "arm,pl031",       "arm,gic-v3",
+        "arm,armv8-timer", "arm,armv8-pmuv3", "arm,psci-1.0",
+        "arm,psci-0.2",    "arm,psci",        "fixed-clock",
     };
     if (!n->compat)
         return 1;
@@ -260,9 +267,12 @@ static void layout(const struct opts *o)
     l->guest_pa = align_up(top, GMM_BLOCK);
     l->shadow_pa = l->guest_pa + l->guest_size;
     l->swap_pa = l->shadow_pa + l->guest_size;
-    if (l->guest_size < (64ull << 20) || l->swap_pa + l->guest_size > l->ram_base + l->ram_size)
-        fatal("host RAM too small: it holds the hypervisor, the loaded files and guest RAM "
-              "three times (backing, migration shadow, swap); give QEMU more -m or hyp.mem less");
+    if (l->guest_size < (64ull << 20) ||
+        l->swap_pa + l->guest_size > l->ram_base + l->ram_size)
+        fatal(
+            "host RAM too small: it holds the hypervisor, the loaded files and guest RAM "
+            "three times (backing, migration shadow, swap); give QEMU more -m or hyp.mem "
+            "less");
 }
 
 /* Kernel, initramfs and device tree into guest RAM (scrubbed already). */
@@ -290,7 +300,9 @@ static uint64_t load_guest(const struct opts *o, const void *qemu_dtb)
     hyp_snprintf(bootargs, sizeof(bootargs), "%s hyp_doorbell=0x%lx", o->guest_args,
                  (unsigned long)hyp_doorbell_ipa);
     struct fdt_edit e = {
-        .mem_base = l->guest_ipa, .mem_size = l->guest_size, .bootargs = bootargs,
+        .mem_base = l->guest_ipa,
+        .mem_size = l->guest_size,
+        .bootargs = bootargs,
         .initrd_start = l->initrd_size ? l->initrd_ipa : 0,
         .initrd_end = l->initrd_size ? l->initrd_ipa + l->initrd_size : 0,
         .keep = keep_node,
@@ -298,22 +310,25 @@ static uint64_t load_guest(const struct opts *o, const void *qemu_dtb)
     long n = fdt_rewrite(qemu_dtb, ram + dtb_off, GMM_BLOCK, &e);
     if (n < 0)
         fatal("could not write the guest's device tree");
-    hyp_printf("hyp: guest RAM %lu MiB at IPA %lx (host %lx); Image at +%lx, dtb %ld bytes at "
-               "+%lx, initramfs %lu bytes at +%lx\n",
-               (unsigned long)(l->guest_size >> 20), (unsigned long)l->guest_ipa,
-               (unsigned long)l->guest_pa, (unsigned long)text_offset, n,
-               (unsigned long)dtb_off, (unsigned long)l->initrd_size,
-               (unsigned long)initrd_off);
+    hyp_printf(
+        "hyp: guest RAM %lu MiB at IPA %lx (host %lx); Image at +%lx, dtb %ld bytes at "
+        "+%lx, initramfs %lu bytes at +%lx\n",
+        (unsigned long)(l->guest_size >> 20), (unsigned long)l->guest_ipa,
+        (unsigned long)l->guest_pa, (unsigned long)text_offset, n, (unsigned long)dtb_off,
+        (unsigned long)l->initrd_size, (unsigned long)initrd_off);
     return l->guest_ipa + text_offset;
 }
 
 static void map_devices(void)
 {
-    struct { uint64_t at, size; const char *name; } d[] = {
-        { devs.uart, 0x1000, "UART (PL011)" },
-        { devs.rtc, 0x1000, "RTC (PL031)" },
-        { devs.gicd, devs.gicd_size, "GICv3 distributor" },
-        { devs.gicr, devs.gicr_size, "GICv3 redistributors" },
+    struct {
+        uint64_t at, size;
+        const char *name;
+    } d[] = {
+        {devs.uart, 0x1000, "UART (PL011)"},
+        {devs.rtc, 0x1000, "RTC (PL031)"},
+        {devs.gicd, devs.gicd_size, "GICv3 distributor"},
+        {devs.gicr, devs.gicr_size, "GICv3 redistributors"},
     };
     for (unsigned i = 0; i < HYP_ARRAY_SIZE(d); i++) {
         if (!d[i].at)
@@ -326,8 +341,9 @@ static void map_devices(void)
         }
     }
     hyp_printf("hyp: passed through: UART %lx, RTC %lx, GICD %lx, GICR %lx+%lx\n",
-               (unsigned long)devs.uart, (unsigned long)devs.rtc, (unsigned long)devs.gicd,
-               (unsigned long)devs.gicr, (unsigned long)devs.gicr_size);
+               (unsigned long)devs.uart, (unsigned long)devs.rtc,
+               (unsigned long)devs.gicd, (unsigned long)devs.gicr,
+               (unsigned long)devs.gicr_size);
 }
 
 /*
@@ -347,7 +363,7 @@ static void scrub(uint8_t *ram, uint64_t size)
     for (size_t i = 0; i < n; i++) {
         if (!k[i].available)
             continue;
-        struct mmp_clear_opts opts = { .kernel = k[i].name };
+        struct mmp_clear_opts opts = {.kernel = k[i].name};
         t = hyp_arch_now_ns();
         if (mmp_clear(ram, probe, &opts))
             continue;
@@ -355,19 +371,23 @@ static void scrub(uint8_t *ram, uint64_t size)
         if (t < best_ns)
             best_ns = t, best = k[i].name;
     }
-    struct mmp_clear_opts opts = { .kernel = best };
+    struct mmp_clear_opts opts = {.kernel = best};
     t = hyp_arch_now_ns();
     if (!best || mmp_clear(ram, size, &opts))
         fatal("mmp_clear of guest RAM failed");
-    hyp_printf("hyp: guest RAM scrubbed with mmp_clear (kernel %s, the fastest on 8 MiB) in "
-               "%lu ms\n", best, (unsigned long)((hyp_arch_now_ns() - t) / 1000000));
+    hyp_printf(
+        "hyp: guest RAM scrubbed with mmp_clear (kernel %s, the fastest on 8 MiB) in "
+        "%lu ms\n",
+        best, (unsigned long)((hyp_arch_now_ns() - t) / 1000000));
 }
 
 static const char *cpu_name(void)
 {
     uint64_t midr = read_sysreg(midr_el1);
     uint64_t part = (midr >> 4) & 0xfff, impl = midr >> 24;
-    return impl == 0x41 && part == 0xd07 ? "cortex-a57" : impl == 0 && part == 0x51 ? "max" : "other";
+    return impl == 0x41 && part == 0xd07 ? "cortex-a57"
+           : impl == 0 && part == 0x51   ? "max"
+                                         : "other";
 }
 
 void hyp_main(void);
@@ -395,7 +415,8 @@ void hyp_main(void)
     uint64_t hafdbs = (read_sysreg(id_aa64mmfr1_el1) >> 0) & 0xf;
     int track_hw = o.track < 0 ? hafdbs >= 2 : o.track;
     if (track_hw && hafdbs < 2)
-        hyp_printf("hyp: note: hyp.track=hw on a CPU without FEAT_HAFDBS: the faults do it\n");
+        hyp_printf(
+            "hyp: note: hyp.track=hw on a CPU without FEAT_HAFDBS: the faults do it\n");
 
     int rc = hyp_el2_mmu_init();
     if (rc) {
@@ -411,19 +432,30 @@ void hyp_main(void)
     const struct hyp_layout *l = &hyp_layout;
     uint64_t parange = read_sysreg(id_aa64mmfr0_el1) & 0xf;
     struct mmp_pt_config s2 = {
-        .format = MMP_PT_ARM64_S2, .granule = o.granule, .va_bits = 40,
-        .pa_bits = parange >= 5 ? 48 : parange == 4 ? 44 : parange == 3 ? 42 : 40,
+        .format = MMP_PT_ARM64_S2,
+        .granule = o.granule,
+        .va_bits = 40,
+        .pa_bits = parange >= 5   ? 48
+                   : parange == 4 ? 44
+                   : parange == 3 ? 42
+                                  : 40,
         .flags = (track_hw ? MMP_PT_TRACK_HW : 0) |
                  (o.blocks ? 0 : MMP_PT_NO_BLOCKS | MMP_PT_NO_CONT),
     };
     struct gmm_config gc = {
-        .ipa_base = l->guest_ipa, .size = l->guest_size,
-        .ram = (uint8_t *)(uintptr_t)l->guest_pa, .ram_pa = l->guest_pa,
-        .shadow = (uint8_t *)(uintptr_t)l->shadow_pa, .swap = (uint8_t *)(uintptr_t)l->swap_pa,
-        .blocks = o.blocks, .fold_tracked = o.fold != 0,
-        .mig_start_ns = o.mig[0] * 1000000, .mig_round_ns = o.mig[1] * 1000000,
+        .ipa_base = l->guest_ipa,
+        .size = l->guest_size,
+        .ram = (uint8_t *)(uintptr_t)l->guest_pa,
+        .ram_pa = l->guest_pa,
+        .shadow = (uint8_t *)(uintptr_t)l->shadow_pa,
+        .swap = (uint8_t *)(uintptr_t)l->swap_pa,
+        .blocks = o.blocks,
+        .fold_tracked = o.fold != 0,
+        .mig_start_ns = o.mig[0] * 1000000,
+        .mig_round_ns = o.mig[1] * 1000000,
         .mig_budget = (16ull << 20) / o.granule,
-        .evict_start_ns = o.evict[0] * 1000000, .evict_round_ns = o.evict[1] * 1000000,
+        .evict_start_ns = o.evict[0] * 1000000,
+        .evict_round_ns = o.evict[1] * 1000000,
         .evict_batch = (unsigned)o.evict[2],
     };
     rc = gmm_init(&hyp_gmm, &gc, &s2, &hyp_s2_ops);
@@ -431,12 +463,13 @@ void hyp_main(void)
         hyp_printf("hyp: error: stage-2 table: %d\n", rc);
         hyp_arch_power_off();
     }
-    hyp_printf("hyp: %s, %u CPUs, stage 2: %uK granule, %s, %s tracking; migration %lu/%lu ms, "
-               "eviction %lu/%lu ms x %lu pages\n",
-               hyp_run.cpu_model, hyp_nvcpus, o.granule / 1024, hyp_run.mode,
-               track_hw ? "hardware (HAFDBS)" : "software", (unsigned long)o.mig[0],
-               (unsigned long)o.mig[1], (unsigned long)o.evict[0], (unsigned long)o.evict[1],
-               (unsigned long)o.evict[2]);
+    hyp_printf(
+        "hyp: %s, %u CPUs, stage 2: %uK granule, %s, %s tracking; migration %lu/%lu ms, "
+        "eviction %lu/%lu ms x %lu pages\n",
+        hyp_run.cpu_model, hyp_nvcpus, o.granule / 1024, hyp_run.mode,
+        track_hw ? "hardware (HAFDBS)" : "software", (unsigned long)o.mig[0],
+        (unsigned long)o.mig[1], (unsigned long)o.evict[0], (unsigned long)o.evict[1],
+        (unsigned long)o.evict[2]);
     map_devices();
 
     scrub(gc.ram, l->guest_size);
@@ -446,11 +479,12 @@ void hyp_main(void)
     AO_store(&v->state, VCPU_ON);
     hyp_vcpu_setup(0);
     hyp_printf("hyp: entering the guest at IPA %lx (%lu ms after reset, %lu in the "
-               "hypervisor)\n", (unsigned long)entry,
-               (unsigned long)(hyp_arch_now_ns() / 1000000),
+               "hypervisor)\n",
+               (unsigned long)entry, (unsigned long)(hyp_arch_now_ns() / 1000000),
                (unsigned long)((hyp_arch_now_ns() - t_start) / 1000000));
     gmm_start(&hyp_gmm);
-    hyp_enter_guest(entry, l->dtb_ipa, (uint64_t)(uintptr_t)(hyp_stacks + HYP_STACK_SIZE));
+    hyp_enter_guest(entry, l->dtb_ipa,
+                    (uint64_t)(uintptr_t)(hyp_stacks + HYP_STACK_SIZE));
 }
 
 /* A CPU the guest started with PSCI CPU_ON (psci.c), coming from start.S. */

@@ -53,7 +53,8 @@ static void s2_flush(void *ctx, uint64_t ipa, uint64_t size, unsigned flags)
     if (flags & MMP_FLUSH_ALL)
         mmp_arch_tlbi_s12_all();
     else
-        mmp_arch_tlbi_s2_range(ipa, size, granule_shift(flags, g), (flags & MMP_FLUSH_LEAF) != 0);
+        mmp_arch_tlbi_s2_range(ipa, size, granule_shift(flags, g),
+                               (flags & MMP_FLUSH_LEAF) != 0);
 }
 
 static void el2_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
@@ -62,7 +63,8 @@ static void el2_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
     if (flags & MMP_FLUSH_ALL)
         mmp_arch_tlbi_el2_all();
     else
-        mmp_arch_tlbi_el2_range(va, size, granule_shift(flags, 12), (flags & MMP_FLUSH_LEAF) != 0);
+        mmp_arch_tlbi_el2_range(va, size, granule_shift(flags, 12),
+                                (flags & MMP_FLUSH_LEAF) != 0);
 }
 
 const struct mmp_pt_ops hyp_s2_ops = {
@@ -80,15 +82,16 @@ const struct mmp_pt_ops hyp_s2_ops = {
  * (no broadcast: other CPUs fault and fix their own). */
 void hyp_tlbi_ipa_local(uint64_t ipa)
 {
-    __asm__ volatile("dsb ishst\n\ttlbi ipas2e1, %0\n\tdsb nsh\n\ttlbi vmalle1\n\tdsb nsh\n\tisb"
-                     ::"r"(ipa >> 12)
-                     : "memory");
+    __asm__ volatile(
+        "dsb ishst\n\ttlbi ipas2e1, %0\n\tdsb nsh\n\ttlbi vmalle1\n\tdsb nsh\n\tisb" ::
+            "r"(ipa >> 12)
+        : "memory");
 }
 
 /* PARange -> bits (ID_AA64MMFR0_EL1 [3:0]), at most 48 (no 52-bit layouts here). */
 static uint32_t pa_bits(void)
 {
-    static const uint8_t bits[] = { 32, 36, 40, 42, 44, 48, 48 };
+    static const uint8_t bits[] = {32, 36, 40, 42, 44, 48, 48};
     uint64_t r = read_sysreg(id_aa64mmfr0_el1) & 0xf;
     return r < sizeof(bits) ? bits[r] : 48;
 }
@@ -106,12 +109,18 @@ int hyp_el2_mmu_init(void)
     hyp_arena_init(&hyp_s2_arena, __arena_start + half,
                    (uint64_t)(uintptr_t)(__arena_start + half), half);
     struct mmp_pt_config cfg = {
-        .format = MMP_PT_ARM64_S1, .granule = 4096, .va_bits = 40,
-        .pa_bits = pa_bits(), .flags = MMP_PT_EL2,
+        .format = MMP_PT_ARM64_S1,
+        .granule = 4096,
+        .va_bits = 40,
+        .pa_bits = pa_bits(),
+        .flags = MMP_PT_EL2,
     };
     static const struct mmp_pt_ops ops = {
-        .alloc_table = hyp_arena_alloc, .free_table = hyp_arena_free,
-        .phys_to_virt = hyp_arena_phys_to_virt, .tlb_flush = el2_flush, .ctx = &el2_arena,
+        .alloc_table = hyp_arena_alloc,
+        .free_table = hyp_arena_free,
+        .phys_to_virt = hyp_arena_phys_to_virt,
+        .tlb_flush = el2_flush,
+        .ctx = &el2_arena,
     };
     const struct hyp_layout *l = &hyp_layout;
     uint64_t t0 = (uint64_t)(uintptr_t)__text_start, t1 = (uint64_t)(uintptr_t)__text_end;

@@ -38,8 +38,9 @@ int64_t hyp_psci_real(uint64_t fn, uint64_t a, uint64_t b, uint64_t c)
 static int supported(uint32_t fn)
 {
     static const uint32_t fns[] = {
-        PSCI_VERSION, PSCI_CPU_OFF, PSCI_CPU_ON_64, PSCI_CPU_ON_32, PSCI_AFFINITY_INFO_32,
-        PSCI_AFFINITY_INFO_64, PSCI_MIGRATE_INFO_TYPE, PSCI_SYSTEM_OFF, PSCI_SYSTEM_RESET,
+        PSCI_VERSION,           PSCI_CPU_OFF,          PSCI_CPU_ON_64,
+        PSCI_CPU_ON_32,         PSCI_AFFINITY_INFO_32, PSCI_AFFINITY_INFO_64,
+        PSCI_MIGRATE_INFO_TYPE, PSCI_SYSTEM_OFF,       PSCI_SYSTEM_RESET,
         PSCI_FEATURES,
     };
     for (unsigned i = 0; i < HYP_ARRAY_SIZE(fns); i++)
@@ -99,8 +100,10 @@ void hyp_psci(struct hyp_frame *f, unsigned cpu)
     case PSCI_AFFINITY_INFO_32:
     case PSCI_AFFINITY_INFO_64: {
         int i = vcpu_of(f->x[1]);
-        r = i < 0 || f->x[2] != 0 ? PSCI_INVALID_PARAMETERS
-            : hyp_vcpus[i].state == VCPU_ON ? 0 : hyp_vcpus[i].state == VCPU_OFF ? 1 : 2;
+        r = i < 0 || f->x[2] != 0            ? PSCI_INVALID_PARAMETERS
+            : hyp_vcpus[i].state == VCPU_ON  ? 0
+            : hyp_vcpus[i].state == VCPU_OFF ? 1
+                                             : 2;
         break;
     }
     case PSCI_MIGRATE_INFO_TYPE:

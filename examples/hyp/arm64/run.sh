@@ -3,7 +3,7 @@
 # --direct, straight under QEMU for comparison) and checks the run.
 #   examples/hyp/arm64/run.sh [--cpu max|cortex-a57] [--granule 4k|64k]
 #       [--mode pages|blocks] [--mem MiB] [--mb MiB] [--direct] [--log FILE]
-#       [--kernel FILE] [--initrd FILE] [--no-check] [--timeout S]
+#       [--kernel FILE] [--initrd FILE] [--hyp FILE] [--no-check] [--timeout S]
 #       [-- hypervisor options, see examples/hyp/arm64/main.c]
 # --no-check skips this script's checks of the input files (so the
 # hypervisor's own check of the kernel's header can be seen to work).
@@ -29,6 +29,7 @@ while [ $# -gt 0 ]; do
     --direct) direct=1 ;;
     --log) log=$2; shift ;;
     --kernel) kernel=$2; shift ;;
+    --hyp) hyp=$2; shift ;;
     --initrd) initrd=$2; shift ;;
     --no-check) check= ;;
     --timeout) tmo=$2; shift ;;
@@ -81,11 +82,13 @@ cr=$(printf '\r')
         esac
         printf '%s\n' "$line"
     done | tee "$log"
+# Verdict lines go to the log too.
+say() { echo "$*"; echo "$*" >> "$log"; }
 rc=$(sed -n 's/^run.sh: exit //p' "$log")
-echo "run.sh: wall time $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+say "run.sh: wall time $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 status=0
 if ! grep -q '^hyp-guest: OK' "$log"; then
-    echo "run.sh: FAIL: no OK line from the guest"; status=1
+    say "run.sh: FAIL: no OK line from the guest"; status=1
 fi
 if [ -z "$direct" ]; then
     s=$(grep '^hyp-summary: ' "$log" | tail -1)
@@ -93,12 +96,12 @@ if [ -z "$direct" ]; then
         leaked_table_bytes mig_rounds mig_pages_copied compare evictions refaults mmport_ms; do
         case " ${s#hyp-summary: } " in
         *" $f="*) ;;
-        *) echo "run.sh: FAIL: summary field $f missing"; status=1 ;;
+        *) say "run.sh: FAIL: summary field $f missing"; status=1 ;;
         esac
     done
-    case $s in *" result=PASS "*) ;; *) echo "run.sh: FAIL: the hypervisor's result is not PASS"; status=1 ;; esac
-    case $s in *" compare=exact "*) ;; *) echo "run.sh: FAIL: migration compare not exact"; status=1 ;; esac
-    case $s in *" leaked_table_bytes=0 "*) ;; *) echo "run.sh: FAIL: table pages leaked"; status=1 ;; esac
+    case $s in *" result=PASS "*) ;; *) say "run.sh: FAIL: the hypervisor's result is not PASS"; status=1 ;; esac
+    case $s in *" compare=exact "*) ;; *) say "run.sh: FAIL: migration compare not exact"; status=1 ;; esac
+    case $s in *" leaked_table_bytes=0 "*) ;; *) say "run.sh: FAIL: table pages leaked"; status=1 ;; esac
 fi
-[ "$rc" = 124 ] && { echo "run.sh: FAIL: timed out after $tmo s"; exit 124; }
+[ "$rc" = 124 ] && { say "run.sh: FAIL: timed out after $tmo s"; exit 124; }
 exit $status

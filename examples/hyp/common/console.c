@@ -25,8 +25,9 @@ size_t hyp_diff_words(const void *a, const void *b, size_t n)
     const uint64_t *p = a, *q = b;
     for (size_t i = 0; i < n / 8; i += 8) {
         uint64_t x = (p[i] ^ q[i]) | (p[i + 1] ^ q[i + 1]) | (p[i + 2] ^ q[i + 2]) |
-                     (p[i + 3] ^ q[i + 3]) | (p[i + 4] ^ q[i + 4]) | (p[i + 5] ^ q[i + 5]) |
-                     (p[i + 6] ^ q[i + 6]) | (p[i + 7] ^ q[i + 7]);
+                     (p[i + 3] ^ q[i + 3]) | (p[i + 4] ^ q[i + 4]) |
+                     (p[i + 5] ^ q[i + 5]) | (p[i + 6] ^ q[i + 6]) |
+                     (p[i + 7] ^ q[i + 7]);
         if (x) {
             const unsigned char *u = (const unsigned char *)(p + i);
             const unsigned char *v = (const unsigned char *)(q + i);

@@ -60,7 +60,8 @@ static void out_c(struct out *o, char c)
     o->n++;
 }
 
-static void out_num(struct out *o, uint64_t v, unsigned base, int width, char pad, int neg)
+static void out_num(struct out *o, uint64_t v, unsigned base, int width, char pad,
+                    int neg)
 {
     char tmp[24];
     int i = 0;
@@ -78,7 +79,7 @@ static void out_num(struct out *o, uint64_t v, unsigned base, int width, char pa
 
 int hyp_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap)
 {
-    struct out o = { buf, 0, cap };
+    struct out o = {buf, 0, cap};
     for (; *fmt; fmt++) {
         if (*fmt != '%') {
             out_c(&o, *fmt);
@@ -149,4 +150,3 @@ int hyp_snprintf(char *buf, size_t cap, const char *fmt, ...)
     va_end(ap);
     return n;
 }
-

@@ -15,7 +15,7 @@ int memcmp(const void *a, const void *b, size_t n);
 /** vsnprintf for %s %c %d %u %x %p with l/ll/z, width and the '0' flag;
  *  returns the length the whole output needs. */
 int hyp_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap);
-__attribute__((format(printf, 3, 4))) int hyp_snprintf(char *buf, size_t cap, const char *fmt,
-                                                       ...);
+__attribute__((format(printf, 3, 4))) int hyp_snprintf(char *buf, size_t cap,
+                                                       const char *fmt, ...);
 
 #endif

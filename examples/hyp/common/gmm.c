@@ -9,8 +9,8 @@
 #define RAM_ATTRS (MMP_PROT_READ | MMP_PROT_WRITE | MMP_PROT_EXEC | MMP_MEM_NORMAL_WB)
 #define DEV_ATTRS (MMP_PROT_READ | MMP_PROT_WRITE | MMP_MEM_DEVICE)
 
-int gmm_init(struct gmm *g, const struct gmm_config *cfg, const struct mmp_pt_config *ptcfg,
-             const struct mmp_pt_ops *ops)
+int gmm_init(struct gmm *g, const struct gmm_config *cfg,
+             const struct mmp_pt_config *ptcfg, const struct mmp_pt_ops *ops)
 {
     memset(g, 0, sizeof(*g));
     g->cfg = *cfg;
@@ -91,11 +91,12 @@ static int map_fault(struct gmm *g, unsigned cpu, uint64_t ipa)
      * compare catches it: hyp.fold=1 lets maps fold, to show it).
      */
     uint32_t mflags = g->mig == MIG_RUNNING && !g->cfg.fold_tracked
-                      ? MMP_MAP_NO_CONT | MMP_MAP_NO_BLOCK : 0;
+                          ? MMP_MAP_NO_CONT | MMP_MAP_NO_BLOCK
+                          : 0;
     if (gmm_test(g->evicted, p)) {
         hyp_copy_words(g->cfg.ram + off, g->cfg.swap + off, g->granule);
-        rc = GMM_TIMED(g, cpu, mmp_pt_map(&g->pt, at, g->cfg.ram_pa + off, size, RAM_ATTRS,
-                                          mflags));
+        rc = GMM_TIMED(
+            g, cpu, mmp_pt_map(&g->pt, at, g->cfg.ram_pa + off, size, RAM_ATTRS, mflags));
         if (rc == 0) {
             gmm_clr(g->evicted, p);
             gmm_set(g->resident, p);
@@ -111,10 +112,12 @@ static int map_fault(struct gmm *g, unsigned cpu, uint64_t ipa)
             at = g->cfg.ipa_base + first * g->granule;
             size = GMM_BLOCK;
         }
-        rc = GMM_TIMED(g, cpu, mmp_pt_map(&g->pt, at, g->cfg.ram_pa + (at - g->cfg.ipa_base),
-                                          size, RAM_ATTRS, mflags));
+        rc = GMM_TIMED(g, cpu,
+                       mmp_pt_map(&g->pt, at, g->cfg.ram_pa + (at - g->cfg.ipa_base),
+                                  size, RAM_ATTRS, mflags));
         if (rc == 0) {
-            for (uint64_t q = (at - g->cfg.ipa_base) / g->granule; q < (at - g->cfg.ipa_base + size) / g->granule; q++)
+            for (uint64_t q = (at - g->cfg.ipa_base) / g->granule;
+                 q < (at - g->cfg.ipa_base + size) / g->granule; q++)
                 gmm_set(g->resident, q);
             c->block_maps += block;
         }

@@ -42,7 +42,7 @@ struct gmm_config {
     uint64_t ram_pa;         /* the backing's physical address (the table's output) */
     uint8_t *shadow, *swap;  /* migration target and eviction store, size bytes each */
     int blocks;              /* fault mode: 2 MiB leaves where the backing allows */
-    int fold_tracked;        /* let maps fold runs and blocks under dirty tracking (gmm.c) */
+    int fold_tracked; /* let maps fold runs and blocks under dirty tracking (gmm.c) */
     /* Schedule, in ns after gmm_start(); 0 round = never. */
     uint64_t mig_start_ns, mig_round_ns;
     uint64_t mig_budget; /* pages a round copies at most (the final one: all) */
@@ -65,11 +65,12 @@ enum gmm_result {
 };
 
 struct gmm_cpu {
-    uint64_t maps, block_maps; /* translation faults that mapped RAM (block_maps: 2 MiB) */
-    uint64_t refaults;         /* ... of them evicted pages restored */
-    uint64_t spurious;         /* found mapped already (another vCPU won) */
+    uint64_t maps,
+        block_maps;    /* translation faults that mapped RAM (block_maps: 2 MiB) */
+    uint64_t refaults; /* ... of them evicted pages restored */
+    uint64_t spurious; /* found mapped already (another vCPU won) */
     uint64_t dirty_faults, young_faults;
-    uint64_t concurrent; /* faults entered while another vCPU was inside one */
+    uint64_t concurrent;        /* faults entered while another vCPU was inside one */
     uint64_t mmp_calls, mmp_ns; /* time spent inside mmport calls */
 };
 
@@ -93,10 +94,10 @@ struct gmm {
     uint32_t granule;
     uint64_t npages;
     int track_hw;
-    struct hyp_lock lock;     /* every table writer call and the bitmaps below */
-    volatile AO_t in_fault;   /* vCPUs inside gmm_fault() */
-    volatile AO_TS_t round_busy;/* a CPU is doing a migration or eviction round */
-    uint64_t t0;              /* gmm_start() */
+    struct hyp_lock lock;        /* every table writer call and the bitmaps below */
+    volatile AO_t in_fault;      /* vCPUs inside gmm_fault() */
+    volatile AO_TS_t round_busy; /* a CPU is doing a migration or eviction round */
+    uint64_t t0;                 /* gmm_start() */
     enum { MIG_IDLE, MIG_RUNNING, MIG_DONE } mig;
     uint64_t last_mig, last_evict, evict_cursor, mig_cursor;
     struct gmm_cpu cpu[HYP_MAX_CPUS];
@@ -112,8 +113,8 @@ struct gmm {
  * RAM as @p cfg says. Returns 0 or a negative MMP_E* value (the table's,
  * or -MMP_EINVAL for a layout gmm cannot handle).
  */
-int gmm_init(struct gmm *g, const struct gmm_config *cfg, const struct mmp_pt_config *ptcfg,
-             const struct mmp_pt_ops *ops);
+int gmm_init(struct gmm *g, const struct gmm_config *cfg,
+             const struct mmp_pt_config *ptcfg, const struct mmp_pt_ops *ops);
 /** Map a passed-through device region (guest-physical @p ipa -> @p pa) at boot. */
 int gmm_map_device(struct gmm *g, uint64_t ipa, uint64_t pa, uint64_t size);
 /** The guest starts now: the schedule counts from here. */

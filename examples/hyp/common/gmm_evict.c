@@ -16,8 +16,9 @@ void gmm_evict_round(struct gmm *g, unsigned cpu)
     if (max > HYP_ARRAY_SIZE(batch))
         max = HYP_ARRAY_SIZE(batch);
     hyp_lock(&g->lock);
-    int rc = GMM_TIMED(g, cpu, mmp_pt_test_clear_young(&g->pt, g->cfg.ipa_base, g->cfg.size,
-                                                        g->scratch, &young));
+    int rc = GMM_TIMED(g, cpu,
+                       mmp_pt_test_clear_young(&g->pt, g->cfg.ipa_base, g->cfg.size,
+                                               g->scratch, &young));
     if (rc) {
         hyp_printf("hyp: eviction: test_clear_young failed (%d): eviction off\n", rc);
         g->cfg.evict_batch = 0;
@@ -31,8 +32,8 @@ void gmm_evict_round(struct gmm *g, unsigned cpu)
         uint64_t p = (g->evict_cursor + i) % g->npages;
         if (!gmm_test(g->resident, p) || gmm_test(g->scratch, p))
             continue;
-        rc = GMM_TIMED(g, cpu, mmp_pt_unmap(&g->pt, g->cfg.ipa_base + p * g->granule,
-                                             g->granule));
+        rc = GMM_TIMED(
+            g, cpu, mmp_pt_unmap(&g->pt, g->cfg.ipa_base + p * g->granule, g->granule));
         if (rc) { /* -ENOMEM splitting a block: keep the page */
             hyp_printf("hyp: eviction: unmap failed (%d)\n", rc);
             break;

@@ -38,7 +38,8 @@ void gmm_mig_begin(struct gmm *g, unsigned cpu)
 {
     uint64_t t = hyp_arch_now_ns();
     hyp_lock(&g->lock);
-    int rc = GMM_TIMED(g, cpu, mmp_pt_track_start(&g->pt, g->cfg.ipa_base, g->cfg.size, NULL));
+    int rc =
+        GMM_TIMED(g, cpu, mmp_pt_track_start(&g->pt, g->cfg.ipa_base, g->cfg.size, NULL));
     if (rc) {
         hyp_printf("hyp: migration: track_start failed (%d): migration off\n", rc);
         g->mig = MIG_DONE;
@@ -65,8 +66,9 @@ static int mig_round(struct gmm *g, unsigned cpu, uint64_t budget)
 {
     uint64_t t = hyp_arch_now_ns(), count = 0;
     hyp_lock(&g->lock);
-    int rc = GMM_TIMED(g, cpu, mmp_pt_track_harvest(&g->pt, g->cfg.ipa_base, g->cfg.size,
-                                                     g->scratch, &count));
+    int rc = GMM_TIMED(
+        g, cpu,
+        mmp_pt_track_harvest(&g->pt, g->cfg.ipa_base, g->cfg.size, g->scratch, &count));
     if (rc) {
         hyp_printf("hyp: migration: harvest failed (%d)\n", rc);
         g->st.compare_diffs++; /* a lost harvest is a failed migration */
@@ -99,15 +101,17 @@ uint64_t gmm_finish(struct gmm *g, unsigned cpu)
         return g->st.compare_diffs;
     hyp_lock(&g->lock);
     for (uint64_t p = 0; p < g->npages; p++) {
-        size_t d = hyp_diff_words(gmm_content(g, p), g->cfg.shadow + p * g->granule, g->granule);
+        size_t d =
+            hyp_diff_words(gmm_content(g, p), g->cfg.shadow + p * g->granule, g->granule);
         if (d == g->granule)
             continue;
         if (!g->st.compare_diffs)
             g->st.first_diff_ipa = g->cfg.ipa_base + p * g->granule + d;
         if (g->st.compare_diffs < 8)
-            hyp_printf("hyp: migration: page at IPA %lx differs from the shadow at +%lx%s\n",
-                       (unsigned long)(g->cfg.ipa_base + p * g->granule), (unsigned long)d,
-                       gmm_test(g->evicted, p) ? " (evicted)" : "");
+            hyp_printf(
+                "hyp: migration: page at IPA %lx differs from the shadow at +%lx%s\n",
+                (unsigned long)(g->cfg.ipa_base + p * g->granule), (unsigned long)d,
+                gmm_test(g->evicted, p) ? " (evicted)" : "");
         g->st.compare_diffs++;
     }
     g->st.compared = 1;

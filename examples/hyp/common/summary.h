@@ -12,8 +12,9 @@ struct hyp_run {
     const char *arch, *cpu_model; /* "arm64", "max" */
     const char *mode;             /* fault mode: "pages" or "blocks" */
     unsigned vcpus;
-    uint64_t boot_to_init_ns; /* guest start to its init's first doorbell write; 0: never */
-    uint64_t run_ns;          /* guest start to its power-off */
+    uint64_t
+        boot_to_init_ns; /* guest start to its init's first doorbell write; 0: never */
+    uint64_t run_ns;     /* guest start to its power-off */
     uint64_t exits[HYP_MAX_CPUS];
     uint64_t bad_ipa;   /* guest accesses to neither RAM nor a device (aborts injected) */
     const char *end;    /* how the guest ended: "system-off", "system-reset", ... */
