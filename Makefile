@@ -28,7 +28,7 @@ all: config.mak
 # make and libatomic_ops; `make fuzz` clang and libFuzzer besides; `make
 # check` and `make deps` every test tool, then configure again with the
 # same arguments when it had missed some.
-DEPS_FOR := $(if $(filter check deps,$(MAKECMDGOALS)),check,$(if \
+DEPS_FOR := $(if $(filter check deps guest,$(MAKECMDGOALS)),check,$(if \
               $(filter fuzz,$(MAKECMDGOALS)),fuzz,$(if $(filter run,$(MAKECMDGOALS)),run)))
 config.mak: configure
 	$(if $(DEPS_FOR),@scripts/install-deps.sh $(DEPS_FOR))
@@ -93,6 +93,12 @@ freestanding: config.mak
 	  FCC="$(FREESTANDING_CC)" FB="$(FREESTANDING_B)" FREESTANDING_CFLAGS="$(FREESTANDING_CFLAGS)"
 	@echo "$(FREESTANDING_B)/mmport-freestanding.o: link it with your hypervisor (docs/DESIGN.md)"
 
+# The reference hypervisor (examples/hyp/, docs/hypervisor.md): fetches the
+# guests, builds it, boots Debian's kernel in each configuration once and
+# prints the summaries (the same runs as the check step "guest").
+guest: deps
+	@sh scripts/check.d/guest.sh
+
 include mk/install.mk
 
 clean:
@@ -102,4 +108,4 @@ distclean: clean
 	rm -f config.mak config.status
 
 .PHONY: fuzz fuzz-run fuzz-merge all deps deps-run deps-fuzz build-native build-asan build-tsan \
-        build-cross check check-run run freestanding clean distclean
+        build-cross check check-run run freestanding guest clean distclean

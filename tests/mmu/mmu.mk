@@ -45,6 +45,7 @@ AO_INC := build/include-ao
 PL_CFLAGS = -std=c11 -Wall -Wextra -Werror -O2 -g -ffreestanding -fno-builtin -nostdinc \
              $(PL_ARCHFLAGS) -isystem $(CINC) -Icore/freestanding -Iinclude -Icore \
              -Iarch/$(PL_DIR) -I$(AO_INC) -Itests/mmu/common -Itests/mmu/$(PL_ARCH) \
+             -Iexamples/hyp/common \
              $(PL_EXTRA)
 
 LIB_SRC := $(sort $(wildcard core/*.c arch/*/pt_*.c) \
@@ -62,7 +63,8 @@ PATCHED := $(foreach f,$(patsubst tests/mmu/$(PL_VARIANT)/%.patch,%,$(PATCHES)),
              $(filter %/$(f).c,$(LIB_SRC)))
 LIB_SRC := $(filter-out $(PATCHED),$(LIB_SRC)) $(addprefix $(O)/patched/,$(PATCHED))
 endif
-PL_SRC := $(wildcard tests/mmu/common/*.c tests/mmu/$(PL_ARCH)/*.c)
+# fmt.c: the memory primitives and snprintf, shared with examples/hyp/.
+PL_SRC := $(wildcard tests/mmu/common/*.c tests/mmu/$(PL_ARCH)/*.c) examples/hyp/common/fmt.c
 PL_ASM := $(wildcard tests/mmu/$(PL_ARCH)/*.S)
 OBJS := $(patsubst %,$(O)/obj/%.o,$(LIB_SRC) $(PL_SRC) $(PL_ASM))
 
@@ -80,6 +82,9 @@ $(O)/obj/tests/mmu/%.c.o: tests/mmu/%.c $(AO_INC)/atomic_ops.h
 	@mkdir -p $(@D)
 	$(CC) $(PL_CFLAGS) $(PL_HANDLER_FLAGS) $(if $(filter flip,$(PL_VARIANT)),-DMMP_TEST_FLIP_ATTR_BIT) \
 	    -MMD -MP -c $< -o $@
+$(O)/obj/examples/hyp/common/%.c.o: examples/hyp/common/%.c
+	@mkdir -p $(@D)
+	$(CC) $(PL_CFLAGS) $(PL_HANDLER_FLAGS) -MMD -MP -c $< -o $@
 $(O)/obj/%.c.o: %.c $(AO_INC)/atomic_ops.h
 	@mkdir -p $(@D)
 	$(CC) $(PL_CFLAGS) -MMD -MP -c $< -o $@

@@ -19,10 +19,7 @@ __attribute__((noreturn)) void pl_exit(int code);
 
 /* ---- provided by common/lib.c ---- */
 
-void *memset(void *d, int c, size_t n);
-void *memcpy(void *d, const void *s, size_t n);
-void *memmove(void *d, const void *s, size_t n);
-int memcmp(const void *a, const void *b, size_t n);
+#include "fmt.h" /* memset, memcpy, memmove, memcmp (examples/hyp/common/fmt.c) */
 
 #include <stdarg.h>
 __attribute__((format(printf, 1, 2))) void pl_printf(const char *fmt, ...);
