@@ -80,7 +80,7 @@ uint64_t gm_gpa(uint64_t p)
     return ~0ull;
 }
 
-int gm_init(int fault_2m)
+int gm_init(int fault_2m, int fold)
 {
     struct mmp_pt_config cfg = {
         .format = MMP_PT_X86_NPT,
@@ -90,6 +90,7 @@ int gm_init(int fault_2m)
         .max_leaf = HV_2M, /* the fault path maps 4 KiB or 2 MiB, never more */
     };
     gm.fault_2m = fault_2m;
+    gm.fold = fold;
     return mmp_pt_init(&gm.npt, &cfg, &npt_ops);
 }
 
@@ -172,8 +173,14 @@ int gm_fault(uint64_t gpa)
         set_resident((uint64_t)gm_page(gpa & ~(HV_2M - 1)), 512);
         gm.st.maps_2m++;
     } else {
+        /* A 4 KiB map that completes a 2 MiB region would fold it into a
+         * block, and mmport writes that block from the map's template: the
+         * D bits the CPU set in the 512 leaves since the last harvest are
+         * dropped, and those writes would be lost to the migration.
+         * MMP_MAP_NO_BLOCK keeps such regions as 4 KiB leaves. */
         uint64_t pg = gpa & ~(HV_PAGE - 1);
-        rc = GM_CALL(0, mmp_pt_map(&gm.npt, pg, pg, HV_PAGE, RAM_ATTRS, 0));
+        rc = GM_CALL(0, mmp_pt_map(&gm.npt, pg, pg, HV_PAGE, RAM_ATTRS,
+                                   gm.fold ? 0 : MMP_MAP_NO_BLOCK));
         if (rc == 0) {
             set_resident((uint64_t)p, 1);
             gm.st.maps_4k++;

@@ -56,6 +56,7 @@ struct gm {
     struct mmp_pt npt;
     hv_lock_t lock;
     int fault_2m; /* map 2 MiB blocks where the range and the page state allow */
+    int fold;     /* let a 4 KiB map complete a 2 MiB block (see gm_fault) */
     struct gm_range ram[GM_MAX_RANGES];
     unsigned nram;
     uint64_t npages;       /* page numbers in use (the bitmap length in bits) */
@@ -92,7 +93,7 @@ int64_t gm_page(uint64_t gpa);
 uint64_t gm_gpa(uint64_t p);
 
 /** Create the nested table; 0 or a negative errno. */
-int gm_init(int fault_2m);
+int gm_init(int fault_2m, int fold);
 /** Pass a region through at its own address (mapped now, whole). */
 int gm_map_device(uint64_t gpa, uint64_t size, uint32_t attrs, const char *what);
 /** The passed-through region holding @p gpa, or NULL. */

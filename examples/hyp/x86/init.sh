@@ -3,7 +3,8 @@
 # "init reached" doorbell, then write files in tmpfs from /dev/urandom,
 # checksum them, drop the caches, read them back and compare. One OK (or
 # FAIL) line, its doorbell, and a power-off the hypervisor intercepts.
-# hyp_mb=<MiB> on the kernel command line sets the data written (64).
+# hyp_mb=<MiB> on the kernel command line sets the data written (64);
+# hyp_badgpa=<address> reads there first (the bad-access check).
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -14,9 +15,16 @@ ring() { devmem $(printf 0x%x $((DOORBELL + $1 * 4096))) 32 >/dev/null; }
 ring 0
 echo "hyp-guest: init started at uptime $(cut -d' ' -f1 /proc/uptime) s"
 mib=64
+bad=
 for w in $(cat /proc/cmdline); do
-    case $w in hyp_mb=*) mib=${w#hyp_mb=} ;; esac
+    case $w in
+    hyp_mb=*) mib=${w#hyp_mb=} ;;
+    hyp_badgpa=*) bad=${w#hyp_badgpa=} ;;
+    esac
 done
+# A read of guest-physical memory that is neither RAM nor a device: the
+# hypervisor must report it and stop the run (it never returns here).
+[ -z "$bad" ] || devmem "$bad" 32
 files=4
 per=$((mib / files))
 ok=1

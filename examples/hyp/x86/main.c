@@ -26,6 +26,10 @@
 #define MB_INFO_MODS (1u << 3)
 #define MB_INFO_MMAP (1u << 6)
 
+/* The guest's deadlines (run.sh's own limit is 180 s). */
+#define INIT_DEADLINE_US 120000000ull
+#define RUN_DEADLINE_US 170000000ull
+
 #define LAPIC_PA 0xfee00000ull
 #define IOAPIC_PA 0xfec00000ull
 #define HPET_PA 0xfed00000ull
@@ -35,7 +39,7 @@ enum { EXIT_OK = 0, EXIT_GUEST_FAIL = 1, EXIT_SETUP = 2, EXIT_BAD_KERNEL = 4 };
 
 struct opts {
     uint64_t mem_mib;
-    int fault_2m, mig, evict;
+    int fault_2m, mig, evict, fold;
     const char *guest_args;
 };
 
@@ -148,8 +152,10 @@ static void parse_opts(struct opts *o)
             o->mig = v != 0;
         else if (!memcmp(w, "evict=", 6))
             o->evict = v != 0;
+        else if (!memcmp(w, "fold=", 5))
+            o->fold = v != 0;
         else if (*eq)
-            die(EXIT_SETUP, "unknown option %s (mem=MiB fault=4k|2m mig=0|1 evict=0|1 -- guest args)",
+            die(EXIT_SETUP, "unknown option %s (mem=MiB fault=4k|2m mig=0|1 evict=0|1 fold=0|1 -- guest args)",
                 w);
         /* a word without '=' is the loader's name for the image */
     }
@@ -257,7 +263,7 @@ static void guest_map(void)
 /* ---- the run ---- */
 
 static const char *const stop_names[] = { "poweroff", "reset", "bad-gpa", "triple-fault",
-                                          "unhandled-exit" };
+                                          "unhandled-exit", "timeout" };
 
 void hv_main(void);
 void hv_main(void)
@@ -268,8 +274,9 @@ void hv_main(void)
     struct opts o;
     parse_opts(&o);
     hv_printf("hyp: mmport reference hypervisor (x86-64, SVM + NPT), TSC %u MHz, guest RAM "
-              "%lu MiB, faults %s, migration %s, eviction %s\n", mhz, o.mem_mib,
-              o.fault_2m ? "2M" : "4K", o.mig ? "on" : "off", o.evict ? "on" : "off");
+              "%lu MiB, faults %s%s, migration %s, eviction %s\n", mhz, o.mem_mib,
+              o.fault_2m ? "2M" : "4K", o.fold ? " (4K maps may fold)" : "", o.mig ? "on" : "off",
+              o.evict ? "on" : "off");
     if (nmods < 2)
         die(EXIT_BAD_KERNEL, "%u multiboot modules: give the kernel (bzImage) and the "
             "initramfs (QEMU -initrd \"bzImage,initrd\")", nmods);
@@ -297,7 +304,7 @@ void hv_main(void)
     uint64_t scrub_tsc = rdtsc() - t0;
     gm.st.mmp_tsc[0] += scrub_tsc;
 
-    int rc = gm_init(o.fault_2m);
+    int rc = gm_init(o.fault_2m, o.fold);
     if (rc)
         die(EXIT_SETUP, "the nested table: mmp_pt_init %d", rc);
     guest_map();
@@ -338,10 +345,15 @@ void hv_main(void)
     if (mm_start(&mo))
         die(EXIT_SETUP, "starting the memory manager's passes");
 
-    enum vcpu_stop stop = vcpu_run();
+    enum vcpu_stop stop = vcpu_run(INIT_DEADLINE_US, RUN_DEADLINE_US);
 
     hv_printf("\nhyp: guest stopped: %s (exit %lx, info %lx / %lx, RIP %lx)\n", stop_names[stop],
               vcpu_st.code, vcpu_st.info1, vcpu_st.info2, vcpu_st.rip);
+    if (stop == STOP_TIMEOUT)
+        hv_printf("hyp: the guest %s within %lu s: stopped\n",
+                  vcpu_st.t_doorbell[DOORBELL_INIT] ? "did not power off" : "did not reach init",
+                  (uint64_t)(vcpu_st.t_doorbell[DOORBELL_INIT] ? RUN_DEADLINE_US : INIT_DEADLINE_US) /
+                      1000000);
     if (stop == STOP_BAD_GPA)
         hv_printf("hyp: the guest accessed guest-physical %lx, which is neither RAM nor a "
                   "device: stopped\n", vcpu_st.info2);

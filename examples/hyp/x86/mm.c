@@ -49,6 +49,7 @@ void mm_cpu1(void)
         wait_us(ROUND_US);
         if (AO_load_acquire(&stop))
             break;
+        vcpu_tick();
         t = rdtsc();
         if (opts.mig) {
             uint64_t pages = mig_round(1);

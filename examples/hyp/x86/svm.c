@@ -348,12 +348,23 @@ static int npf_exit(void)
     return rc == -MMP_ERANGE ? STOP_BAD_GPA : STOP_ERROR;
 }
 
-enum vcpu_stop vcpu_run(void)
+void vcpu_tick(void)
+{
+    if (AO_load_acquire(&in_guest)) {
+        hv_nmi_cpu0();
+        vcpu_st.ticks++;
+    }
+}
+
+enum vcpu_stop vcpu_run(uint64_t init_us, uint64_t total_us)
 {
     vcpu_st.t_start = rdtsc();
+    uint64_t init_by = vcpu_st.t_start + init_us * hv_tsc_per_us();
+    uint64_t end_by = vcpu_st.t_start + total_us * hv_tsc_per_us();
     for (;;) {
         enter_guest();
         vcpu_st.exits++;
+        uint64_t now = rdtsc();
         uint64_t code = V64(C_EXITCODE);
         uint64_t ii = V64(C_EXITINTINFO);
         if (ii & EVT_VALID) { /* an event cut short by the exit: deliver it again */
@@ -389,6 +400,8 @@ enum vcpu_stop vcpu_run(void)
             }
             break;
         }
+        if (stop < 0 && (now > end_by || (now > init_by && !vcpu_st.t_doorbell[DOORBELL_INIT])))
+            stop = STOP_TIMEOUT;
         if (stop >= 0) {
             vcpu_st.t_stop = rdtsc();
             vcpu_st.code = code;
