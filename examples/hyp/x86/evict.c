@@ -6,7 +6,9 @@
  * A pass asks mmp_pt_test_clear_young which resident pages the guest
  * touched since the last pass (the CPU's nested walk sets A again on the
  * next access, after the flush the call ends with) and evicts up to a
- * batch of the others, in rotating order over guest RAM:
+ * batch of the others, in rotating order over guest RAM (victims=any, a
+ * stress setting, takes young pages too: the guest then refaults its
+ * working set, often with reads, next to pages it is writing):
  *
  *  1. unmap each page from the nested table (in one lazy section: one
  *     flush for the batch, which pulls CPU 0 out of the guest) - from then
@@ -26,7 +28,7 @@
 static uint64_t young[MAX_WORDS];
 static uint64_t cursor;
 
-uint64_t evict_pass(unsigned max, uint64_t *nyoung, uint64_t *ncold)
+uint64_t evict_pass(unsigned max, int any, uint64_t *nyoung, uint64_t *ncold)
 {
     uint64_t pick[64];
     unsigned n = 0;
@@ -46,7 +48,8 @@ uint64_t evict_pass(unsigned max, uint64_t *nyoung, uint64_t *ncold)
      * the lock, which is held). */
     for (uint64_t k = 0; k < gm.npages; k++) {
         uint64_t p = (cursor + k) % gm.npages;
-        if (bit_test(gm.resident, p) && !bit_test(young, p) && !bit_test(gm.evicted, p)) {
+        if (bit_test(gm.resident, p) && (any || !bit_test(young, p)) &&
+            !bit_test(gm.evicted, p)) {
             ++*ncold;
             if (n < max && gm.swap_used + n < gm.swap_slots)
                 pick[n++] = p;

@@ -39,7 +39,7 @@ enum { EXIT_OK = 0, EXIT_GUEST_FAIL = 1, EXIT_SETUP = 2, EXIT_BAD_KERNEL = 4 };
 
 struct opts {
     uint64_t mem_mib;
-    int fault_2m, mig, evict, fold;
+    int fault_2m, mig, evict, fold, evict_young;
     const char *guest_args;
 };
 
@@ -152,10 +152,14 @@ static void parse_opts(struct opts *o)
             o->mig = v != 0;
         else if (!memcmp(w, "evict=", 6))
             o->evict = v != 0;
+        else if (!memcmp(w, "victims=any", 12))
+            o->evict_young = 1;
+        else if (!memcmp(w, "victims=cold", 13))
+            o->evict_young = 0;
         else if (!memcmp(w, "fold=", 5))
             o->fold = v != 0;
         else if (*eq)
-            die(EXIT_SETUP, "unknown option %s (mem=MiB fault=4k|2m mig=0|1 evict=0|1 fold=0|1 -- guest args)",
+            die(EXIT_SETUP, "unknown option %s (mem=MiB fault=4k|2m mig=0|1 evict=0|1 fold=0|1 victims=cold|any -- guest args)",
                 w);
         /* a word without '=' is the loader's name for the image */
     }
@@ -276,7 +280,7 @@ void hv_main(void)
     hv_printf("hyp: mmport reference hypervisor (x86-64, SVM + NPT), TSC %u MHz, guest RAM "
               "%lu MiB, faults %s%s, migration %s, eviction %s\n", mhz, o.mem_mib,
               o.fault_2m ? "2M" : "4K", o.fold ? " (4K maps may fold)" : "", o.mig ? "on" : "off",
-              o.evict ? "on" : "off");
+              !o.evict ? "off" : o.evict_young ? "on (any page)" : "on (cold pages)");
     if (nmods < 2)
         die(EXIT_BAD_KERNEL, "%u multiboot modules: give the kernel (bzImage) and the "
             "initramfs (QEMU -initrd \"bzImage,initrd\")", nmods);
@@ -341,7 +345,8 @@ void hv_main(void)
 
     if (vcpu_init(&entry, mmp_pt_root(&gm.npt), pm1a, &why))
         die(EXIT_SETUP, "SVM: %s", why);
-    struct mm_opts mo = { .mig = o.mig, .evict = o.evict, .shadow = shadow };
+    struct mm_opts mo = { .mig = o.mig, .evict = o.evict, .evict_young = o.evict_young,
+                          .shadow = shadow };
     if (mm_start(&mo))
         die(EXIT_SETUP, "starting the memory manager's passes");
 

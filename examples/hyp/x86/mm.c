@@ -60,7 +60,7 @@ void mm_cpu1(void)
         }
         if (opts.evict && n % EVICT_EVERY == 0) {
             uint64_t young, cold;
-            evict_pass(EVICT_BATCH, &young, &cold);
+            evict_pass(EVICT_BATCH, opts.evict_young, &young, &cold);
             res.evict_passes++;
             res.young_pages += young;
             res.cold_seen += cold;
@@ -117,12 +117,13 @@ void mm_report(int powered_off, const char *stop_name, const struct mm_result *r
               "npf=%lu faults=%lu faults_4k=%lu faults_2m=%lu spurious=%lu faults_per_s=%lu "
               "table_pages_peak=%lu table_pages_leaked=%lu mig_rounds=%lu mig_first_copy=%lu "
               "mig_pages=%lu mig_final=%lu mig_compare=%s mig_diff_pages=%lu evictions=%lu "
-              "refaults=%lu nmi_kicks=%lu mmport_ms_cpu0=%lu mmport_ms_cpu1=%lu "
-              "mmport_calls=%lu scrub_ms=%lu\n",
+              "refaults=%lu nmi_kicks=%lu reinjected=%lu mmport_ms_cpu0=%lu mmport_ms_cpu1=%lu "
+              "flush_wait_ms=%lu mmport_calls=%lu scrub_ms=%lu\n",
               stop_name, guest, init_ms, run_us / 1000, v->exits, v->exits_npf, s->faults,
               s->maps_4k, s->maps_2m, s->spurious, fps, s->tables_peak, leaked, r->rounds,
               r->first_copy_pages, r->pages_copied, r->final_pages, cmp, r->diff_pages,
-              s->evictions, s->refaults, v->kicks, ms(s->mmp_tsc[0]), ms(s->mmp_tsc[1]),
+              s->evictions, s->refaults, v->kicks, v->reinjected, ms(s->mmp_tsc[0]),
+              ms(s->mmp_tsc[1]), ms(v->flush_waits_tsc),
               s->mmp_calls[0] + s->mmp_calls[1], ms(scrub_tsc));
     hv_printf("hyp: json: {\"arch\":\"x86_64\",\"stop\":\"%s\",\"guest\":\"%s\","
               "\"powered_off\":%d,\"boot_to_init_ms\":%lu,\"run_ms\":%lu,\"exits\":%lu,"
@@ -132,10 +133,12 @@ void mm_report(int powered_off, const char *stop_name, const struct mm_result *r
               "\"migration\":{\"rounds\":%lu,\"first_copy\":%lu,\"pages_copied\":%lu,"
               "\"final_pages\":%lu,\"round_pages\":[%s],\"compare\":\"%s\",\"diff_pages\":%lu},"
               "\"eviction\":{\"passes\":%lu,\"evictions\":%lu,\"refaults\":%lu},"
-              "\"nmi_kicks\":%lu,\"mmport_ms\":{\"cpu0\":%lu,\"cpu1\":%lu},\"scrub_ms\":%lu}\n",
+              "\"nmi_kicks\":%lu,\"reinjected\":%lu,\"mmport_ms\":{\"cpu0\":%lu,\"cpu1\":%lu,"
+              "\"cpu1_flush_wait\":%lu},\"scrub_ms\":%lu}\n",
               stop_name, guest, powered_off, init_ms, run_us / 1000, v->exits, s->faults,
               s->maps_4k, s->maps_2m, s->spurious, fps, s->tables_peak, s->tables_alloc,
               s->tables_freed, leaked, r->rounds, r->first_copy_pages, r->pages_copied,
               r->final_pages, rounds, cmp, r->diff_pages, r->evict_passes, s->evictions,
-              s->refaults, v->kicks, ms(s->mmp_tsc[0]), ms(s->mmp_tsc[1]), ms(scrub_tsc));
+              s->refaults, v->kicks, v->reinjected, ms(s->mmp_tsc[0]), ms(s->mmp_tsc[1]),
+              ms(v->flush_waits_tsc), ms(scrub_tsc));
 }

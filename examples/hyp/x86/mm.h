@@ -10,6 +10,7 @@
 
 struct mm_opts {
     int mig, evict;
+    int evict_young; /* evict pages whether young or not (a stress setting) */
     uint64_t shadow; /* the migration's copy of guest RAM: page p at shadow + p * 4K */
 };
 
@@ -44,7 +45,8 @@ uint64_t mig_round(unsigned cpu);
 uint64_t mig_compare(void);
 
 /* ---- evict.c ---- */
-/** One pass: test-and-clear young over guest RAM, evict up to @p max cold pages. */
-uint64_t evict_pass(unsigned max, uint64_t *young, uint64_t *cold);
+/** One pass: test-and-clear young over guest RAM, evict up to @p max cold
+ * pages (with @p any, resident pages young or not). */
+uint64_t evict_pass(unsigned max, int any, uint64_t *young, uint64_t *cold);
 
 #endif

@@ -88,10 +88,13 @@
 #define EXIT_VMRUN 0x80
 #define EXIT_SKINIT 0x86
 #define EXIT_NPF 0x400
-#define EXIT_INVALID (~0ull)
+#define EXIT_INVALID 0xffffffffull /* -1; QEMU stores it as 32 bits */
 
 #define EVT_VALID (1u << 31)
+#define EVT_TYPE_MASK (7u << 8)
+#define EVT_INTR (0u << 8)
 #define EVT_EXCEPTION (3u << 8)
+#define EVT_ERR_VALID (1u << 11)
 #define EFER_LMA (1ull << 10)
 
 static uint8_t vmcb[4096] __attribute__((aligned(4096)));
@@ -101,6 +104,7 @@ static uint8_t iopm[3 * 4096] __attribute__((aligned(4096)));
 static uint8_t msrpm[2 * 4096] __attribute__((aligned(4096)));
 static uint8_t doorbell_page[4096] __attribute__((aligned(4096)));
 static struct hv_gregs gregs;
+static uint64_t last_ii;
 static uint16_t pm1a_cnt_port;
 
 struct vcpu_stats vcpu_st;
@@ -366,9 +370,18 @@ enum vcpu_stop vcpu_run(uint64_t init_us, uint64_t total_us)
         vcpu_st.exits++;
         uint64_t now = rdtsc();
         uint64_t code = V64(C_EXITCODE);
+        if (code == ~0ull)
+            code = EXIT_INVALID;
         uint64_t ii = V64(C_EXITINTINFO);
         if (ii & EVT_VALID) { /* an event cut short by the exit: deliver it again */
+            /* QEMU 7.2 records an external interrupt it was delivering as
+             * an exception (type 3); VMRUN refuses to inject an exception
+             * above vector 31. A vector of 32 or more that came in as an
+             * "exception" was an interrupt: type 0 (INTR), no error code. */
+            if ((ii & EVT_TYPE_MASK) == EVT_EXCEPTION && (ii & 0xff) >= 32)
+                ii = (ii & ~(uint64_t)(EVT_TYPE_MASK | EVT_ERR_VALID)) | EVT_INTR;
             V64(C_EVENTINJ) = ii;
+            last_ii = ii;
             vcpu_st.reinjected++;
         }
         int stop;
@@ -389,6 +402,13 @@ enum vcpu_stop vcpu_run(uint64_t init_us, uint64_t total_us)
             break;
         case EXIT_SHUTDOWN:
             stop = STOP_SHUTDOWN;
+            break;
+        case EXIT_INVALID:
+            hv_printf("hyp: VMRUN refused the guest state: EVENTINJ %lx (from EXITINTINFO %lx), "
+                      "EFER %lx CR0 %lx CR4 %lx CS attr %x RFLAGS %lx\n", V64(C_EVENTINJ),
+                      last_ii, V64(S_EFER), V64(S_CR0), V64(S_CR4), V16(S_CS + 2),
+                      V64(S_RFLAGS));
+            stop = STOP_ERROR;
             break;
         default:
             vcpu_st.exits_other++;
