@@ -118,17 +118,18 @@ void mm_report(int powered_off, const char *stop_name, const struct mm_result *r
               "table_pages_peak=%lu table_pages_leaked=%lu mig_rounds=%lu mig_first_copy=%lu "
               "mig_pages=%lu mig_final=%lu mig_compare=%s mig_diff_pages=%lu evictions=%lu "
               "refaults=%lu nmi_kicks=%lu reinjected=%lu mmport_ms_cpu0=%lu mmport_ms_cpu1=%lu "
-              "flush_wait_ms=%lu mmport_calls=%lu scrub_ms=%lu\n",
+              "flush_wait_ms=%lu mmport_calls=%lu fault_us=%lu fault_lock_wait_ms=%lu scrub_ms=%lu\n",
               stop_name, guest, init_ms, run_us / 1000, v->exits, v->exits_npf, s->faults,
               s->maps_4k, s->maps_2m, s->spurious, fps, s->tables_peak, leaked, r->rounds,
               r->first_copy_pages, r->pages_copied, r->final_pages, cmp, r->diff_pages,
               s->evictions, s->refaults, v->kicks, v->reinjected, ms(s->mmp_tsc[0]),
-              ms(s->mmp_tsc[1]), ms(v->flush_waits_tsc),
-              s->mmp_calls[0] + s->mmp_calls[1], ms(scrub_tsc));
+              ms(s->mmp_tsc[1]), ms(v->flush_waits_tsc), s->mmp_calls[0] + s->mmp_calls[1],
+              s->faults ? hv_tsc_to_us(s->fault_tsc) / s->faults : 0, ms(s->lock_wait_tsc[0]),
+              ms(scrub_tsc));
     hv_printf("hyp: json: {\"arch\":\"x86_64\",\"stop\":\"%s\",\"guest\":\"%s\","
               "\"powered_off\":%d,\"boot_to_init_ms\":%lu,\"run_ms\":%lu,\"exits\":%lu,"
               "\"faults\":{\"vcpu0\":%lu,\"map_4k\":%lu,\"map_2m\":%lu,\"spurious\":%lu,"
-              "\"concurrent\":0,\"per_s\":%lu},"
+              "\"concurrent\":0,\"per_s\":%lu,\"avg_us\":%lu,\"lock_wait_ms\":%lu},"
               "\"table_pages\":{\"peak\":%lu,\"allocated\":%lu,\"freed\":%lu,\"leaked\":%lu},"
               "\"migration\":{\"rounds\":%lu,\"first_copy\":%lu,\"pages_copied\":%lu,"
               "\"final_pages\":%lu,\"round_pages\":[%s],\"compare\":\"%s\",\"diff_pages\":%lu},"
@@ -136,7 +137,9 @@ void mm_report(int powered_off, const char *stop_name, const struct mm_result *r
               "\"nmi_kicks\":%lu,\"reinjected\":%lu,\"mmport_ms\":{\"cpu0\":%lu,\"cpu1\":%lu,"
               "\"cpu1_flush_wait\":%lu},\"scrub_ms\":%lu}\n",
               stop_name, guest, powered_off, init_ms, run_us / 1000, v->exits, s->faults,
-              s->maps_4k, s->maps_2m, s->spurious, fps, s->tables_peak, s->tables_alloc,
+              s->maps_4k, s->maps_2m, s->spurious, fps,
+              s->faults ? hv_tsc_to_us(s->fault_tsc) / s->faults : 0, ms(s->lock_wait_tsc[0]),
+              s->tables_peak, s->tables_alloc,
               s->tables_freed, leaked, r->rounds, r->first_copy_pages, r->pages_copied,
               r->final_pages, rounds, cmp, r->diff_pages, r->evict_passes, s->evictions,
               s->refaults, v->kicks, v->reinjected, ms(s->mmp_tsc[0]), ms(s->mmp_tsc[1]),
