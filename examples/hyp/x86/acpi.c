@@ -17,7 +17,8 @@ static int checksum_ok(const uint8_t *p, uint32_t n)
 
 static uint32_t rd32(const uint8_t *p)
 {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
 }
 
 /* The RSDP is on a 16-byte boundary in the BIOS area 0xe0000-0xfffff. */

@@ -38,8 +38,9 @@ uint64_t evict_pass(unsigned max, int any, uint64_t *nyoung, uint64_t *ncold)
     gm_lock(1);
     for (unsigned i = 0; i < gm.nram; i++) {
         uint64_t c = 0;
-        int rc = GM_CALL(1, mmp_pt_test_clear_young(&gm.npt, gm.ram[i].gpa, gm.ram[i].size,
-                                                    &young[gm.ram[i].first / 64], &c));
+        int rc =
+            GM_CALL(1, mmp_pt_test_clear_young(&gm.npt, gm.ram[i].gpa, gm.ram[i].size,
+                                               &young[gm.ram[i].first / 64], &c));
         if (rc)
             hv_printf("hyp: FAIL: mmp_pt_test_clear_young: %d\n", rc);
         *nyoung += c;

@@ -101,7 +101,7 @@ int gm_map_device(uint64_t gpa, uint64_t size, uint32_t attrs, const char *what)
     int rc = GM_CALL(0, mmp_pt_map(&gm.npt, gpa, gpa, size, attrs, 0));
     if (rc)
         return rc;
-    gm.dev[gm.ndev++] = (struct gm_dev){ gpa, size, attrs, what };
+    gm.dev[gm.ndev++] = (struct gm_dev){gpa, size, attrs, what};
     return 0;
 }
 
@@ -156,8 +156,10 @@ int gm_fault(uint64_t gpa)
     if (p < 0)
         return -MMP_ERANGE;
     uint64_t t0 = rdtsc();
+    uint64_t waited = gm.st.lock_contended[0];
     gm_lock(0);
     gm.st.faults++;
+    gm.st.faults_concurrent += gm.st.lock_contended[0] != waited;
     int rc;
     if (bit_test(gm.evicted, (uint64_t)p))
         restore((uint64_t)p);
@@ -168,8 +170,9 @@ int gm_fault(uint64_t gpa)
         hv_vcpu_flush();
         rc = 0;
     } else if (gm.fault_2m && block_ok(gpa) &&
-               (rc = GM_CALL(0, mmp_pt_map(&gm.npt, gpa & ~(HV_2M - 1), gpa & ~(HV_2M - 1),
-                                           HV_2M, RAM_ATTRS, 0))) == 0) {
+               (rc = GM_CALL(0, mmp_pt_map(&gm.npt, gpa & ~(HV_2M - 1),
+                                           gpa & ~(HV_2M - 1), HV_2M, RAM_ATTRS, 0))) ==
+                   0) {
         set_resident((uint64_t)gm_page(gpa & ~(HV_2M - 1)), 512);
         gm.st.maps_2m++;
     } else {

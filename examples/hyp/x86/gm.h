@@ -40,16 +40,19 @@ struct gm_dev {
 };
 
 struct gm_stats {
-    uint64_t faults;      /* nested page faults handled on guest RAM */
+    uint64_t faults;            /* nested page faults handled on guest RAM */
+    uint64_t faults_concurrent; /* of those, met CPU 1 inside a table call */
     uint64_t maps_4k, maps_2m;
-    uint64_t spurious;    /* faults on a page already mapped (a stale TLB entry) */
-    uint64_t refaults;    /* faults on an evicted page: restored and mapped */
+    uint64_t spurious; /* faults on a page already mapped (a stale TLB entry) */
+    uint64_t refaults; /* faults on an evicted page: restored and mapped */
     uint64_t evictions;
-    uint64_t fault_tsc;   /* CPU 0 time handling faults, lock wait included */
-    uint64_t mmp_tsc[2];  /* time inside mmport calls, per CPU */
+    uint64_t fault_tsc;  /* CPU 0 time handling faults, lock wait included */
+    uint64_t mmp_tsc[2]; /* time inside mmport calls, per CPU */
     uint64_t mmp_calls[2];
     uint64_t tables_alloc, tables_freed, tables_peak;
     uint64_t lock_wait_tsc[2];
+    /* lock acquisitions that found the other CPU holding it */
+    uint64_t lock_contended[2];
 };
 
 struct gm {
@@ -64,8 +67,8 @@ struct gm {
     struct gm_dev dev[GM_MAX_DEV];
     unsigned ndev;
     /* Page state, bit per page number; changed under the lock. */
-    uint64_t *resident; /* mapped in the nested table */
-    uint64_t *evicted;  /* content in the swap area, the page zeroed and unmapped */
+    uint64_t *resident;  /* mapped in the nested table */
+    uint64_t *evicted;   /* content in the swap area, the page zeroed and unmapped */
     uint64_t *mig_dirty; /* written behind the table's back (eviction): copy next round */
     uint32_t *swap_slot; /* page number -> swap slot, for evicted pages */
     uint8_t *swap;       /* the swap area: swap_slots pages */
@@ -104,20 +107,23 @@ int gm_fault(uint64_t gpa);
 uint64_t gm_fini(void);
 
 /* Time an mmport call on CPU @p cpu (0 or 1) into gm.st. */
-#define GM_CALL(cpu, call)                                                                \
-    ({                                                                                    \
-        uint64_t t0_ = rdtsc();                                                           \
-        int r_ = (call);                                                                  \
-        gm.st.mmp_tsc[cpu] += rdtsc() - t0_;                                              \
-        gm.st.mmp_calls[cpu]++;                                                           \
-        r_;                                                                               \
+#define GM_CALL(cpu, call)                                                               \
+    ({                                                                                   \
+        uint64_t t0_ = rdtsc();                                                          \
+        int r_ = (call);                                                                 \
+        gm.st.mmp_tsc[cpu] += rdtsc() - t0_;                                             \
+        gm.st.mmp_calls[cpu]++;                                                          \
+        r_;                                                                              \
     })
 
 static inline void gm_lock(unsigned cpu)
 {
-    uint64_t t0 = rdtsc();
+    if (AO_test_and_set_acquire(&gm.lock.ts) == AO_TS_CLEAR)
+        return;
+    uint64_t t0 = rdtsc(); /* the other CPU is inside a table call */
     hv_lock(&gm.lock);
     gm.st.lock_wait_tsc[cpu] += rdtsc() - t0;
+    gm.st.lock_contended[cpu]++;
 }
 static inline void gm_unlock(void)
 {

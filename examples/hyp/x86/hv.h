@@ -16,7 +16,7 @@
 
 #define HV_PAGE 4096ull
 #define HV_2M (2ull << 20)
-#define HV_ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uint64_t)(a) - 1))
+#define HV_ALIGN_UP(x, a) (((x) + (a)-1) & ~((uint64_t)(a)-1))
 #define HV_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- instructions ---- */
@@ -63,7 +63,8 @@ static inline void wrmsr(uint32_t msr, uint64_t v)
 }
 static inline void cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
 {
-    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+    __asm__ volatile("cpuid"
+                     : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
                      : "a"(leaf), "c"(sub));
 }
 static inline uint64_t rdtsc(void)
@@ -97,8 +98,8 @@ void hv_copy(void *dst, const void *src, size_t n);
 int hv_page_equal(const void *a, const void *b);
 
 int hv_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap);
-__attribute__((format(printf, 3, 4))) int hv_snprintf(char *buf, size_t cap, const char *fmt,
-                                                      ...);
+__attribute__((format(printf, 3, 4))) int hv_snprintf(char *buf, size_t cap,
+                                                      const char *fmt, ...);
 /** Formatted text to the serial console (COM1), whole lines at a time. */
 __attribute__((format(printf, 1, 2))) void hv_printf(const char *fmt, ...);
 

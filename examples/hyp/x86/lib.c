@@ -106,7 +106,8 @@ static void out_c(struct out *o, char c)
     o->n++;
 }
 
-static void out_num(struct out *o, uint64_t v, unsigned base, int width, char pad, int neg)
+static void out_num(struct out *o, uint64_t v, unsigned base, int width, char pad,
+                    int neg)
 {
     char tmp[24];
     int i = 0;
@@ -124,7 +125,7 @@ static void out_num(struct out *o, uint64_t v, unsigned base, int width, char pa
 
 int hv_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap)
 {
-    struct out o = { buf, 0, cap };
+    struct out o = {buf, 0, cap};
     for (; *fmt; fmt++) {
         if (*fmt != '%') {
             out_c(&o, *fmt);

@@ -113,7 +113,8 @@ static void pool_free(void *ctx, void *va, uint64_t pa, size_t bytes)
     (void)ctx, (void)va, (void)pa, (void)bytes; /* the pool is the guest's RAM */
 }
 
-static const struct mmp_pt_ops pool_ops = { .alloc_table = pool_alloc, .free_table = pool_free };
+static const struct mmp_pt_ops pool_ops = {.alloc_table = pool_alloc,
+                                           .free_table = pool_free};
 static struct mmp_pt guest_s1;
 
 static int identity_map(uint64_t *root, char *err, size_t errcap)
@@ -124,7 +125,8 @@ static int identity_map(uint64_t *root, char *err, size_t errcap)
         .format = MMP_PT_X86_64,
         .granule = 4096,
         .va_bits = 48,
-        .max_leaf = (r[3] & (1u << 26)) ? 0 : HV_2M, /* 1 GiB pages where the CPU has them */
+        .max_leaf =
+            (r[3] & (1u << 26)) ? 0 : HV_2M, /* 1 GiB pages where the CPU has them */
     };
     int rc = mmp_pt_init(&guest_s1, &cfg, &pool_ops);
     if (!rc)
@@ -140,10 +142,10 @@ static int identity_map(uint64_t *root, char *err, size_t errcap)
 
 /* ---- the loader ---- */
 
-#define FAIL(...)                                                                         \
-    do {                                                                                  \
-        hv_snprintf(err, errcap, __VA_ARGS__);                                            \
-        return -1;                                                                        \
+#define FAIL(...)                                                                        \
+    do {                                                                                 \
+        hv_snprintf(err, errcap, __VA_ARGS__);                                           \
+        return -1;                                                                       \
     } while (0)
 
 int linux_load(struct linux_boot *b, struct vcpu_entry *e, char *err, size_t errcap)
@@ -152,7 +154,8 @@ int linux_load(struct linux_boot *b, struct vcpu_entry *e, char *err, size_t err
     if (b->kernel_size < 0x1000 || rd16(k, H_BOOT_FLAG) != 0xaa55 ||
         rd32(k, H_HEADER) != 0x53726448u /* "HdrS" */)
         FAIL("the kernel module is no bzImage (%lu bytes, no boot flag 0xaa55 / header "
-             "\"HdrS\")", b->kernel_size);
+             "\"HdrS\")",
+             b->kernel_size);
     uint16_t version = rd16(k, H_VERSION);
     b->version = version;
     if (version < 0x20c)
@@ -167,10 +170,13 @@ int linux_load(struct linux_boot *b, struct vcpu_entry *e, char *err, size_t err
     uint64_t pm_size = b->kernel_size - setup;
     if (setup >= b->kernel_size || align < HV_PAGE || (align & (align - 1)) ||
         init_size < pm_size)
-        FAIL("corrupt setup header: %u setup sectors, kernel_alignment %x, init_size %lx for "
-             "a %lu-byte file", sects, align, init_size, b->kernel_size);
+        FAIL("corrupt setup header: %u setup sectors, kernel_alignment %x, init_size %lx "
+             "for "
+             "a %lu-byte file",
+             sects, align, init_size, b->kernel_size);
     if (pm_size < (uint64_t)rd32(k, H_SYSSIZE) * 16)
-        FAIL("the kernel file is truncated: %lu bytes after the setup, its header says %lu",
+        FAIL("the kernel file is truncated: %lu bytes after the setup, its header says "
+             "%lu",
              pm_size, (uint64_t)rd32(k, H_SYSSIZE) * 16);
     if (!rd8(k, H_RELOCATABLE))
         FAIL("the kernel is not relocatable (this loader places it in its RAM window)");
@@ -187,7 +193,8 @@ int linux_load(struct linux_boot *b, struct vcpu_entry *e, char *err, size_t err
     uint64_t initrd_max = rd32(k, H_INITRD_ADDR_MAX);
     if (load + init_size > initrd || b->initrd_size > b->ram_end - b->ram_base)
         FAIL("guest RAM [%lx, %lx) cannot hold the kernel (%lx bytes from %lx) and the "
-             "initrd (%lu bytes)", b->ram_base, b->ram_end, init_size, load, b->initrd_size);
+             "initrd (%lu bytes)",
+             b->ram_base, b->ram_end, init_size, load, b->initrd_size);
     if (initrd + b->initrd_size - 1 > initrd_max && !(rd16(k, H_XLOADFLAGS) & 2))
         FAIL("the initrd would end above initrd_addr_max %lx", initrd_max);
     if (STACK_TOP > b->low_end || PT_POOL + PT_POOL_PAGES * HV_PAGE > b->low_end)

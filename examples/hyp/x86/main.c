@@ -82,7 +82,10 @@ static uint64_t read_multiboot(void)
         die(EXIT_SETUP, "not started by a multiboot loader (EAX %x)", hv_mb_magic);
     const struct mb_info *mb = (const struct mb_info *)(uintptr_t)hv_mb_info;
     uint64_t end = (uint64_t)(uintptr_t)__image_end;
-#define SEEN(a, n) (end = ((uint64_t)(a) + (n) > end && (uint64_t)(a) >= (1u << 20)) ? (uint64_t)(a) + (n) : end)
+#define SEEN(a, n)                                                                       \
+    (end = ((uint64_t)(a) + (n) > end && (uint64_t)(a) >= (1u << 20))                    \
+               ? (uint64_t)(a) + (n)                                                     \
+               : end)
     SEEN(hv_mb_info, sizeof *mb);
     if (mb->flags & MB_INFO_CMDLINE) {
         copy_str(hv_cmdline, sizeof hv_cmdline, mb->cmdline);
@@ -91,8 +94,10 @@ static uint64_t read_multiboot(void)
     if (!(mb->flags & MB_INFO_MMAP))
         die(EXIT_SETUP, "the loader gave no memory map");
     SEEN(mb->mmap_addr, mb->mmap_length);
-    for (uint32_t off = 0; off < mb->mmap_length && host_map_n < HV_ARRAY_SIZE(host_map);) {
-        const struct mb_mmap *m = (const struct mb_mmap *)(uintptr_t)(mb->mmap_addr + off);
+    for (uint32_t off = 0;
+         off < mb->mmap_length && host_map_n < HV_ARRAY_SIZE(host_map);) {
+        const struct mb_mmap *m =
+            (const struct mb_mmap *)(uintptr_t)(mb->mmap_addr + off);
         host_map[host_map_n++] = *m;
         off += m->size + 4;
     }
@@ -119,7 +124,8 @@ static uint64_t read_multiboot(void)
  * guest's extra arguments. */
 static void parse_opts(struct opts *o)
 {
-    *o = (struct opts){ .mem_mib = 256, .fault_2m = 1, .mig = 1, .evict = 1, .guest_args = "" };
+    *o = (struct opts){
+        .mem_mib = 256, .fault_2m = 1, .mig = 1, .evict = 1, .guest_args = ""};
     char *s = hv_cmdline;
     while (*s) {
         while (*s == ' ')
@@ -159,7 +165,9 @@ static void parse_opts(struct opts *o)
         else if (!memcmp(w, "fold=", 5))
             o->fold = v != 0;
         else if (*eq)
-            die(EXIT_SETUP, "unknown option %s (mem=MiB fault=4k|2m mig=0|1 evict=0|1 fold=0|1 victims=cold|any -- guest args)",
+            die(EXIT_SETUP,
+                "unknown option %s (mem=MiB fault=4k|2m mig=0|1 evict=0|1 fold=0|1 "
+                "victims=cold|any -- guest args)",
                 w);
         /* a word without '=' is the loader's name for the image */
     }
@@ -195,11 +203,12 @@ static void plan(const struct opts *o, uint64_t used_end, uint64_t *shadow)
     if (low_end > 0x9f000)
         low_end = 0x9f000;
     if (low_end < 0x20000)
-        die(EXIT_SETUP, "no low memory for the guest (usable RAM from 0 ends at %lx)", low_end);
+        die(EXIT_SETUP, "no low memory for the guest (usable RAM from 0 ends at %lx)",
+            low_end);
     uint64_t base = HV_ALIGN_UP(used_end, HV_2M);
     uint64_t size = o->mem_mib << 20;
-    gm.ram[0] = (struct gm_range){ 0, low_end, 0 };
-    gm.ram[1] = (struct gm_range){ base, size, HV_ALIGN_UP(low_end / HV_PAGE, 512) };
+    gm.ram[0] = (struct gm_range){0, low_end, 0};
+    gm.ram[1] = (struct gm_range){base, size, HV_ALIGN_UP(low_end / HV_PAGE, 512)};
     gm.nram = 2;
     gm.npages = gm.ram[1].first + size / HV_PAGE;
     gm.bitmap_words = (gm.npages + 63) / 64;
@@ -207,16 +216,18 @@ static void plan(const struct opts *o, uint64_t used_end, uint64_t *shadow)
     bump = base + size;
     *shadow = (uint64_t)(uintptr_t)carve(gm.npages * HV_PAGE);
     gm.swap = carve((uint64_t)gm.swap_slots * HV_PAGE);
+    uint64_t meta = bump; /* the page-state arrays start zeroed */
     gm.resident = carve(gm.bitmap_words * 8);
     gm.evicted = carve(gm.bitmap_words * 8);
     gm.mig_dirty = carve(gm.bitmap_words * 8);
     gm.swap_slot = carve(gm.npages * 4);
     gm.swap_free = carve(gm.swap_slots * 4);
     if (!host_usable(base, bump) || bump > (4ull << 30))
-        die(EXIT_SETUP, "host RAM too small: guest RAM, shadow and swap need [%lx, %lx) "
-            "(give QEMU more -m or the guest less mem=)", base, bump);
-    memset((void *)(uintptr_t)(base + size + gm.npages * HV_PAGE + gm.swap_slots * HV_PAGE), 0,
-           bump - (base + size + gm.npages * HV_PAGE + gm.swap_slots * HV_PAGE));
+        die(EXIT_SETUP,
+            "host RAM too small: guest RAM, shadow and swap need [%lx, %lx) "
+            "(give QEMU more -m or the guest less mem=)",
+            base, bump);
+    memset((void *)(uintptr_t)meta, 0, bump - meta);
     for (uint32_t i = 0; i < gm.swap_slots; i++)
         gm.swap_free[i] = gm.swap_slots - 1 - i;
 }
@@ -232,7 +243,7 @@ static void add_e820(uint64_t addr, uint64_t size, uint32_t type)
         guest_e820[i] = guest_e820[i - 1];
         i--;
     }
-    guest_e820[i] = (struct e820_entry){ addr, size, type };
+    guest_e820[i] = (struct e820_entry){addr, size, type};
 }
 
 /* Guest e820: its two RAM ranges and the firmware's non-RAM entries as
@@ -266,8 +277,8 @@ static void guest_map(void)
 
 /* ---- the run ---- */
 
-static const char *const stop_names[] = { "poweroff", "reset", "bad-gpa", "triple-fault",
-                                          "unhandled-exit", "timeout" };
+static const char *const stop_names[] = {"poweroff",     "reset",          "bad-gpa",
+                                         "triple-fault", "unhandled-exit", "timeout"};
 
 void hv_main(void);
 void hv_main(void)
@@ -277,13 +288,19 @@ void hv_main(void)
     uint64_t used_end = read_multiboot();
     struct opts o;
     parse_opts(&o);
-    hv_printf("hyp: mmport reference hypervisor (x86-64, SVM + NPT), TSC %u MHz, guest RAM "
-              "%lu MiB, faults %s%s, migration %s, eviction %s\n", mhz, o.mem_mib,
-              o.fault_2m ? "2M" : "4K", o.fold ? " (4K maps may fold)" : "", o.mig ? "on" : "off",
-              !o.evict ? "off" : o.evict_young ? "on (any page)" : "on (cold pages)");
+    hv_printf(
+        "hyp: mmport reference hypervisor (x86-64, SVM + NPT), TSC %u MHz, guest RAM "
+        "%lu MiB, faults %s%s, migration %s, eviction %s\n",
+        mhz, o.mem_mib, o.fault_2m ? "2M" : "4K", o.fold ? " (4K maps may fold)" : "",
+        o.mig ? "on" : "off",
+        !o.evict        ? "off"
+        : o.evict_young ? "on (any page)"
+                        : "on (cold pages)");
     if (nmods < 2)
-        die(EXIT_BAD_KERNEL, "%u multiboot modules: give the kernel (bzImage) and the "
-            "initramfs (QEMU -initrd \"bzImage,initrd\")", nmods);
+        die(EXIT_BAD_KERNEL,
+            "%u multiboot modules: give the kernel (bzImage) and the "
+            "initramfs (QEMU -initrd \"bzImage,initrd\")",
+            nmods);
     uint64_t shadow;
     plan(&o, used_end, &shadow);
 
@@ -316,9 +333,10 @@ void hv_main(void)
     uint64_t rsdp = acpi_find_rsdp();
     uint16_t pm1a = acpi_pm1a_cnt(rsdp);
     if (!pm1a)
-        die(EXIT_SETUP, "no ACPI FADT with a PM1a control port (the guest could not power off)");
-    hv_snprintf(guest_cmdline, sizeof guest_cmdline, "console=ttyS0 nr_cpus=1 panic=-1 %s",
-                o.guest_args);
+        die(EXIT_SETUP,
+            "no ACPI FADT with a PM1a control port (the guest could not power off)");
+    hv_snprintf(guest_cmdline, sizeof guest_cmdline,
+                "console=ttyS0 nr_cpus=1 panic=-1 %s", o.guest_args);
     struct linux_boot lb = {
         .kernel = (const uint8_t *)(uintptr_t)mods[0].start,
         .kernel_size = mods[0].end - mods[0].start,
@@ -336,32 +354,37 @@ void hv_main(void)
     char err[256];
     if (linux_load(&lb, &entry, err, sizeof err))
         die(EXIT_BAD_KERNEL, "%s", err);
-    hv_printf("hyp: guest RAM [0, %lx) + [%lx, %lx), kernel (boot protocol %x.%02x) at %lx, "
-              "initrd %lu KiB at %lx, RSDP %lx, PM1a_CNT %x, scrub %lu ms\n", gm.ram[0].size,
-              gm.ram[1].gpa, gm.ram[1].gpa + gm.ram[1].size, lb.version >> 8,
-              lb.version & 0xff, lb.load_addr, lb.initrd_size >> 10, lb.initrd_addr, rsdp, pm1a,
-              hv_tsc_to_us(scrub_tsc) / 1000);
+    hv_printf(
+        "hyp: guest RAM [0, %lx) + [%lx, %lx), kernel (boot protocol %x.%02x) at %lx, "
+        "initrd %lu KiB at %lx, RSDP %lx, PM1a_CNT %x, scrub %lu ms\n",
+        gm.ram[0].size, gm.ram[1].gpa, gm.ram[1].gpa + gm.ram[1].size, lb.version >> 8,
+        lb.version & 0xff, lb.load_addr, lb.initrd_size >> 10, lb.initrd_addr, rsdp, pm1a,
+        hv_tsc_to_us(scrub_tsc) / 1000);
     hv_printf("hyp: guest command line: %s\n", guest_cmdline);
 
     if (vcpu_init(&entry, mmp_pt_root(&gm.npt), pm1a, &why))
         die(EXIT_SETUP, "SVM: %s", why);
-    struct mm_opts mo = { .mig = o.mig, .evict = o.evict, .evict_young = o.evict_young,
-                          .shadow = shadow };
+    struct mm_opts mo = {
+        .mig = o.mig, .evict = o.evict, .evict_young = o.evict_young, .shadow = shadow};
     if (mm_start(&mo))
         die(EXIT_SETUP, "starting the memory manager's passes");
 
     enum vcpu_stop stop = vcpu_run(INIT_DEADLINE_US, RUN_DEADLINE_US);
 
-    hv_printf("\nhyp: guest stopped: %s (exit %lx, info %lx / %lx, RIP %lx)\n", stop_names[stop],
-              vcpu_st.code, vcpu_st.info1, vcpu_st.info2, vcpu_st.rip);
+    hv_printf("\nhyp: guest stopped: %s (exit %lx, info %lx / %lx, RIP %lx)\n",
+              stop_names[stop], vcpu_st.code, vcpu_st.info1, vcpu_st.info2, vcpu_st.rip);
     if (stop == STOP_TIMEOUT)
         hv_printf("hyp: the guest %s within %lu s: stopped\n",
-                  vcpu_st.t_doorbell[DOORBELL_INIT] ? "did not power off" : "did not reach init",
-                  (uint64_t)(vcpu_st.t_doorbell[DOORBELL_INIT] ? RUN_DEADLINE_US : INIT_DEADLINE_US) /
+                  vcpu_st.t_doorbell[DOORBELL_INIT] ? "did not power off"
+                                                    : "did not reach init",
+                  (uint64_t)(vcpu_st.t_doorbell[DOORBELL_INIT] ? RUN_DEADLINE_US
+                                                               : INIT_DEADLINE_US) /
                       1000000);
     if (stop == STOP_BAD_GPA)
-        hv_printf("hyp: the guest accessed guest-physical %lx, which is neither RAM nor a "
-                  "device: stopped\n", vcpu_st.info2);
+        hv_printf(
+            "hyp: the guest accessed guest-physical %lx, which is neither RAM nor a "
+            "device: stopped\n",
+            vcpu_st.info2);
     struct mm_result mr;
     mm_finish(&mr);
     uint64_t leaked = gm_fini();

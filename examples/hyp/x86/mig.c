@@ -56,8 +56,8 @@ static void copy_page(uint64_t p, unsigned cpu)
         return;
     }
     gm_lock(cpu);
-    const void *src = bit_test(gm.evicted, p) ? gm.swap + (uint64_t)gm.swap_slot[p] * HV_PAGE
-                                              : ram;
+    const void *src =
+        bit_test(gm.evicted, p) ? gm.swap + (uint64_t)gm.swap_slot[p] * HV_PAGE : ram;
     hv_copy_page(shadow_page(p), src);
     gm_unlock();
 }

@@ -101,8 +101,8 @@ void mm_report(int powered_off, const char *stop_name, const struct mm_result *r
     const struct vcpu_stats *v = &vcpu_st;
     const struct gm_stats *s = &gm.st;
     uint64_t run_us = hv_tsc_to_us(v->t_stop - v->t_start);
-    uint64_t init_ms = v->t_doorbell[DOORBELL_INIT] ? ms(v->t_doorbell[DOORBELL_INIT] - v->t_start)
-                                                    : 0;
+    uint64_t init_ms =
+        v->t_doorbell[DOORBELL_INIT] ? ms(v->t_doorbell[DOORBELL_INIT] - v->t_start) : 0;
     const char *guest = v->t_doorbell[DOORBELL_FAIL] ? "FAIL"
                         : v->t_doorbell[DOORBELL_OK] ? "OK"
                                                      : "none";
@@ -110,38 +110,43 @@ void mm_report(int powered_off, const char *stop_name, const struct mm_result *r
     uint64_t fps = run_us ? s->faults * 1000000 / run_us : 0;
     char rounds[MIG_ROUND_LOG * 8] = "";
     size_t n = 0;
-    for (uint64_t i = 0; i < r->rounds && i < MIG_ROUND_LOG && n + 12 < sizeof rounds; i++)
+    for (uint64_t i = 0; i < r->rounds && i < MIG_ROUND_LOG && n + 12 < sizeof rounds;
+         i++)
         n += (size_t)hv_snprintf(rounds + n, sizeof rounds - n, "%s%lu", i ? "," : "",
                                  r->round_pages[i]);
-    hv_printf("hyp: summary: stop=%s guest=%s boot_to_init_ms=%lu run_ms=%lu exits=%lu "
-              "npf=%lu faults=%lu faults_4k=%lu faults_2m=%lu spurious=%lu faults_per_s=%lu "
-              "table_pages_peak=%lu table_pages_leaked=%lu mig_rounds=%lu mig_first_copy=%lu "
-              "mig_pages=%lu mig_final=%lu mig_compare=%s mig_diff_pages=%lu evictions=%lu "
-              "refaults=%lu nmi_kicks=%lu reinjected=%lu mmport_ms_cpu0=%lu mmport_ms_cpu1=%lu "
-              "flush_wait_ms=%lu mmport_calls=%lu fault_us=%lu fault_lock_wait_ms=%lu scrub_ms=%lu\n",
-              stop_name, guest, init_ms, run_us / 1000, v->exits, v->exits_npf, s->faults,
-              s->maps_4k, s->maps_2m, s->spurious, fps, s->tables_peak, leaked, r->rounds,
-              r->first_copy_pages, r->pages_copied, r->final_pages, cmp, r->diff_pages,
-              s->evictions, s->refaults, v->kicks, v->reinjected, ms(s->mmp_tsc[0]),
-              ms(s->mmp_tsc[1]), ms(v->flush_waits_tsc), s->mmp_calls[0] + s->mmp_calls[1],
-              s->faults ? hv_tsc_to_us(s->fault_tsc) / s->faults : 0, ms(s->lock_wait_tsc[0]),
-              ms(scrub_tsc));
-    hv_printf("hyp: json: {\"arch\":\"x86_64\",\"stop\":\"%s\",\"guest\":\"%s\","
-              "\"powered_off\":%d,\"boot_to_init_ms\":%lu,\"run_ms\":%lu,\"exits\":%lu,"
-              "\"faults\":{\"vcpu0\":%lu,\"map_4k\":%lu,\"map_2m\":%lu,\"spurious\":%lu,"
-              "\"concurrent\":0,\"per_s\":%lu,\"avg_us\":%lu,\"lock_wait_ms\":%lu},"
-              "\"table_pages\":{\"peak\":%lu,\"allocated\":%lu,\"freed\":%lu,\"leaked\":%lu},"
-              "\"migration\":{\"rounds\":%lu,\"first_copy\":%lu,\"pages_copied\":%lu,"
-              "\"final_pages\":%lu,\"round_pages\":[%s],\"compare\":\"%s\",\"diff_pages\":%lu},"
-              "\"eviction\":{\"passes\":%lu,\"evictions\":%lu,\"refaults\":%lu},"
-              "\"nmi_kicks\":%lu,\"reinjected\":%lu,\"mmport_ms\":{\"cpu0\":%lu,\"cpu1\":%lu,"
-              "\"cpu1_flush_wait\":%lu},\"scrub_ms\":%lu}\n",
-              stop_name, guest, powered_off, init_ms, run_us / 1000, v->exits, s->faults,
-              s->maps_4k, s->maps_2m, s->spurious, fps,
-              s->faults ? hv_tsc_to_us(s->fault_tsc) / s->faults : 0, ms(s->lock_wait_tsc[0]),
-              s->tables_peak, s->tables_alloc,
-              s->tables_freed, leaked, r->rounds, r->first_copy_pages, r->pages_copied,
-              r->final_pages, rounds, cmp, r->diff_pages, r->evict_passes, s->evictions,
-              s->refaults, v->kicks, v->reinjected, ms(s->mmp_tsc[0]), ms(s->mmp_tsc[1]),
-              ms(v->flush_waits_tsc), ms(scrub_tsc));
+    hv_printf(
+        "hyp: summary: stop=%s guest=%s boot_to_init_ms=%lu run_ms=%lu exits=%lu "
+        "npf=%lu faults=%lu faults_concurrent=%lu faults_4k=%lu faults_2m=%lu "
+        "spurious=%lu faults_per_s=%lu "
+        "table_pages_peak=%lu table_pages_leaked=%lu mig_rounds=%lu mig_first_copy=%lu "
+        "mig_pages=%lu mig_final=%lu mig_compare=%s mig_diff_pages=%lu evictions=%lu "
+        "refaults=%lu nmi_kicks=%lu reinjected=%lu mmport_ms_cpu0=%lu mmport_ms_cpu1=%lu "
+        "flush_wait_ms=%lu mmport_calls=%lu fault_us=%lu fault_lock_wait_ms=%lu "
+        "scrub_ms=%lu\n",
+        stop_name, guest, init_ms, run_us / 1000, v->exits, v->exits_npf, s->faults,
+        s->faults_concurrent, s->maps_4k, s->maps_2m, s->spurious, fps, s->tables_peak,
+        leaked, r->rounds, r->first_copy_pages, r->pages_copied, r->final_pages, cmp,
+        r->diff_pages, s->evictions, s->refaults, v->kicks, v->reinjected,
+        ms(s->mmp_tsc[0]), ms(s->mmp_tsc[1]), ms(v->flush_waits_tsc),
+        s->mmp_calls[0] + s->mmp_calls[1],
+        s->faults ? hv_tsc_to_us(s->fault_tsc) / s->faults : 0, ms(s->lock_wait_tsc[0]),
+        ms(scrub_tsc));
+    hv_printf(
+        "hyp: json: {\"arch\":\"x86_64\",\"stop\":\"%s\",\"guest\":\"%s\","
+        "\"powered_off\":%d,\"boot_to_init_ms\":%lu,\"run_ms\":%lu,\"exits\":%lu,"
+        "\"faults\":{\"vcpu0\":%lu,\"map_4k\":%lu,\"map_2m\":%lu,\"spurious\":%lu,"
+        "\"concurrent\":%lu,\"per_s\":%lu,\"avg_us\":%lu,\"lock_wait_ms\":%lu},"
+        "\"table_pages\":{\"peak\":%lu,\"allocated\":%lu,\"freed\":%lu,\"leaked\":%lu},"
+        "\"migration\":{\"rounds\":%lu,\"first_copy\":%lu,\"pages_copied\":%lu,"
+        "\"final_pages\":%lu,\"round_pages\":[%s],\"compare\":\"%s\",\"diff_pages\":%lu},"
+        "\"eviction\":{\"passes\":%lu,\"evictions\":%lu,\"refaults\":%lu},"
+        "\"nmi_kicks\":%lu,\"reinjected\":%lu,\"mmport_ms\":{\"cpu0\":%lu,\"cpu1\":%lu,"
+        "\"cpu1_flush_wait\":%lu},\"scrub_ms\":%lu}\n",
+        stop_name, guest, powered_off, init_ms, run_us / 1000, v->exits, s->faults,
+        s->faults_concurrent, s->maps_4k, s->maps_2m, s->spurious, fps,
+        s->faults ? hv_tsc_to_us(s->fault_tsc) / s->faults : 0, ms(s->lock_wait_tsc[0]),
+        s->tables_peak, s->tables_alloc, s->tables_freed, leaked, r->rounds,
+        r->first_copy_pages, r->pages_copied, r->final_pages, rounds, cmp, r->diff_pages,
+        r->evict_passes, s->evictions, s->refaults, v->kicks, v->reinjected,
+        ms(s->mmp_tsc[0]), ms(s->mmp_tsc[1]), ms(v->flush_waits_tsc), ms(scrub_tsc));
 }

@@ -31,8 +31,8 @@ void mm_cpu1(void);
 /** CPU 0, the guest stopped: stop CPU 1, final round, compare. */
 void mm_finish(struct mm_result *r);
 /** Print the summary line and its JSON twin. */
-void mm_report(int powered_off, const char *stop, const struct mm_result *r, uint64_t leaked,
-               uint64_t scrub_tsc);
+void mm_report(int powered_off, const char *stop, const struct mm_result *r,
+               uint64_t leaked, uint64_t scrub_tsc);
 
 /* ---- mig.c ---- */
 /** Start dirty tracking over guest RAM (CPU 0, before the guest runs). */

@@ -89,7 +89,8 @@ static unsigned fw_cfg_cpus(void)
 struct hv_ap_boot hv_ap_boot;
 static uint8_t cpu1_stack[65536] __attribute__((aligned(16)));
 static uint32_t cpu0_apic_id;
-_Static_assert(__builtin_offsetof(struct hv_ap_boot, sp) == 0, "start.S reads sp at offset 0");
+_Static_assert(__builtin_offsetof(struct hv_ap_boot, sp) == 0,
+               "start.S reads sp at offset 0");
 
 void hv_ap_main(void)
 {
@@ -112,12 +113,14 @@ int hv_start_cpu1(void (*fn)(void), const char **why)
         return -1;
     }
     cpu0_apic_id = apic_read(LAPIC_ID) >> 24;
-    memcpy((void *)(uintptr_t)TRAMP, hv_ap_tramp, (size_t)(hv_ap_tramp_end - hv_ap_tramp));
+    memcpy((void *)(uintptr_t)TRAMP, hv_ap_tramp,
+           (size_t)(hv_ap_tramp_end - hv_ap_tramp));
     apic_write(LAPIC_SVR, (1u << 8) | 0xff);
     hv_ap_boot.sp = (uint64_t)(uintptr_t)(cpu1_stack + sizeof(cpu1_stack));
     hv_ap_boot.fn = fn;
     /* INIT, 10 ms, STARTUP twice 200 us apart (SDM 3A 9.4.4.1). */
-    if (ipi_others(ICR_INIT) || (delay_us(10000), ipi_others(ICR_STARTUP | (TRAMP >> 12))) ||
+    if (ipi_others(ICR_INIT) ||
+        (delay_us(10000), ipi_others(ICR_STARTUP | (TRAMP >> 12))) ||
         (delay_us(200), ipi_others(ICR_STARTUP | (TRAMP >> 12)))) {
         *why = "the local APIC did not send INIT / STARTUP";
         return -1;

@@ -137,7 +137,8 @@ static void msrpm_set(uint32_t msr)
     msrpm[base + i / 8] |= (uint8_t)(3u << (i % 8));
 }
 
-int vcpu_init(const struct vcpu_entry *e, uint64_t ncr3, uint16_t pm1a_cnt, const char **why)
+int vcpu_init(const struct vcpu_entry *e, uint64_t ncr3, uint16_t pm1a_cnt,
+              const char **why)
 {
     uint32_t r[4];
     cpuid(0x80000001, 0, r);
@@ -341,8 +342,8 @@ static int npf_exit(void)
         if (!vcpu_st.t_doorbell[n])
             vcpu_st.t_doorbell[n] = rdtsc();
         gm_lock(0);
-        int rc = GM_CALL(0, mmp_pt_map(&gm.npt, pg, (uint64_t)(uintptr_t)doorbell_page, HV_PAGE,
-                                       MMP_PROT_READ | MMP_PROT_WRITE, 0));
+        int rc = GM_CALL(0, mmp_pt_map(&gm.npt, pg, (uint64_t)(uintptr_t)doorbell_page,
+                                       HV_PAGE, MMP_PROT_READ | MMP_PROT_WRITE, 0));
         gm_unlock();
         return rc == 0 || rc == -MMP_EEXIST ? -1 : STOP_ERROR;
     }
@@ -404,10 +405,11 @@ enum vcpu_stop vcpu_run(uint64_t init_us, uint64_t total_us)
             stop = STOP_SHUTDOWN;
             break;
         case EXIT_INVALID:
-            hv_printf("hyp: VMRUN refused the guest state: EVENTINJ %lx (from EXITINTINFO %lx), "
-                      "EFER %lx CR0 %lx CR4 %lx CS attr %x RFLAGS %lx\n", V64(C_EVENTINJ),
-                      last_ii, V64(S_EFER), V64(S_CR0), V64(S_CR4), V16(S_CS + 2),
-                      V64(S_RFLAGS));
+            hv_printf("hyp: VMRUN refused the guest state: EVENTINJ %lx (from "
+                      "EXITINTINFO %lx), "
+                      "EFER %lx CR0 %lx CR4 %lx CS attr %x RFLAGS %lx\n",
+                      V64(C_EVENTINJ), last_ii, V64(S_EFER), V64(S_CR0), V64(S_CR4),
+                      V16(S_CS + 2), V64(S_RFLAGS));
             stop = STOP_ERROR;
             break;
         default:
@@ -420,7 +422,8 @@ enum vcpu_stop vcpu_run(uint64_t init_us, uint64_t total_us)
             }
             break;
         }
-        if (stop < 0 && (now > end_by || (now > init_by && !vcpu_st.t_doorbell[DOORBELL_INIT])))
+        if (stop < 0 &&
+            (now > end_by || (now > init_by && !vcpu_st.t_doorbell[DOORBELL_INIT])))
             stop = STOP_TIMEOUT;
         if (stop >= 0) {
             vcpu_st.t_stop = rdtsc();

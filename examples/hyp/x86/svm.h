@@ -16,10 +16,10 @@ struct vcpu_entry {
 enum vcpu_stop {
     STOP_POWEROFF = 0, /* ACPI sleep (S5) through PM1a_CNT */
     STOP_RESET,        /* reset through port 0xcf9 or the keyboard controller */
-    STOP_BAD_GPA,      /* an access to guest-physical memory that is neither RAM nor device */
-    STOP_SHUTDOWN,     /* triple fault */
-    STOP_ERROR,        /* an exit the hypervisor does not handle, or a failed VMRUN */
-    STOP_TIMEOUT,      /* no init, or no power-off, within the deadline */
+    STOP_BAD_GPA,  /* an access to guest-physical memory that is neither RAM nor device */
+    STOP_SHUTDOWN, /* triple fault */
+    STOP_ERROR,    /* an exit the hypervisor does not handle, or a failed VMRUN */
+    STOP_TIMEOUT,  /* no init, or no power-off, within the deadline */
 };
 
 /*
@@ -40,7 +40,8 @@ struct vcpu_stats {
 extern struct vcpu_stats vcpu_st;
 
 /** Enable SVM and build the VMCB for @p e on nested table @p ncr3; 0 or -1 with *why. */
-int vcpu_init(const struct vcpu_entry *e, uint64_t ncr3, uint16_t pm1a_cnt, const char **why);
+int vcpu_init(const struct vcpu_entry *e, uint64_t ncr3, uint16_t pm1a_cnt,
+              const char **why);
 /** Run the guest until it stops; the reason (details in vcpu_st). The
  * guest must ring DOORBELL_INIT within @p init_us and power off within
  * @p total_us (checked at exits: CPU 1 sends a periodic NMI, so a guest

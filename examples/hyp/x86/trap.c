@@ -31,7 +31,7 @@ void hv_idt_load(void)
     struct __attribute__((packed)) {
         uint16_t limit;
         uint64_t base;
-    } ptr = { sizeof(idt) - 1, (uint64_t)(uintptr_t)idt };
+    } ptr = {sizeof(idt) - 1, (uint64_t)(uintptr_t)idt};
     __asm__ volatile("lidt %0" ::"m"(ptr));
 }
 
