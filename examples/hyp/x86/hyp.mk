@@ -10,13 +10,18 @@
 # multiboot loader accepts).
 HYP_CC ?= gcc
 HYP_DIR := examples/hyp/x86
+ifeq ($(shell uname -m),x86_64)
+CROSS :=
+else
+CROSS := x86_64-linux-gnu-
+endif
 ifeq ($(HYP_CC),clang)
 CC := clang --target=x86_64-linux-gnu
 else
-CC := gcc
+CC := $(CROSS)gcc
 endif
-LD := ld
-OBJCOPY := objcopy
+LD := $(CROSS)ld
+OBJCOPY := $(CROSS)objcopy
 
 O := build/hyp/x86$(if $(filter clang,$(HYP_CC)),-clang)
 CINC := $(shell $(CC) -print-file-name=include)

@@ -143,7 +143,7 @@ void mm_report(int powered_off, const char *stop_name, const struct mm_result *r
         "\"nmi_kicks\":%lu,\"reinjected\":%lu,\"mmport_ms\":{\"cpu0\":%lu,\"cpu1\":%lu,"
         "\"cpu1_flush_wait\":%lu},\"scrub_ms\":%lu}\n",
         stop_name, guest, powered_off, init_ms, run_us / 1000, v->exits, s->faults,
-        s->faults_concurrent, s->maps_4k, s->maps_2m, s->spurious, fps,
+        s->maps_4k, s->maps_2m, s->spurious, s->faults_concurrent, fps,
         s->faults ? hv_tsc_to_us(s->fault_tsc) / s->faults : 0, ms(s->lock_wait_tsc[0]),
         s->tables_peak, s->tables_alloc, s->tables_freed, leaked, r->rounds,
         r->first_copy_pages, r->pages_copied, r->final_pages, rounds, cmp, r->diff_pages,
