@@ -5,9 +5,12 @@
 # -ffreestanding -nostdinc -mgeneral-regs-only: the hypervisor never
 # touches vector registers, so the guest's SSE/AVX state needs no saving
 # around an exit.
-#   make -f examples/hyp/x86/hyp.mk [HYP_CC=gcc|clang] [HYP_EXTRA=-D...]
-# Output: build/hyp/x86/hyp.elf and hyp32.elf (the ELF32 copy QEMU's
-# multiboot loader accepts).
+#   make -f examples/hyp/x86/hyp.mk [HYP_CC=gcc|clang] [HYP_VARIANT=<name>] [HYP_EXTRA=-D...]
+# Output: build/hyp/x86[-clang][-<variant>]/hyp.elf and hyp32.elf (the
+# ELF32 copy QEMU's multiboot loader accepts).
+# A variant builds the library with the planted bugs of
+# examples/hyp/x86/planted/<name>/<file>.patch applied to copies of
+# <file>.c (the runs must then fail); product code holds no test branch.
 HYP_CC ?= gcc
 HYP_DIR := examples/hyp/x86
 ifeq ($(shell uname -m),x86_64)
@@ -23,7 +26,8 @@ endif
 LD := $(CROSS)ld
 OBJCOPY := $(CROSS)objcopy
 
-O := build/hyp/x86$(if $(filter clang,$(HYP_CC)),-clang)
+HYP_VARIANT ?=
+O := build/hyp/x86$(if $(filter clang,$(HYP_CC)),-clang)$(if $(HYP_VARIANT),-$(HYP_VARIANT))
 CINC := $(shell $(CC) -print-file-name=include)
 AO_INC := build/include-ao
 HYP_CFLAGS = -std=c11 -Wall -Wextra -Werror -O2 -g -ffreestanding -fno-builtin -nostdinc \
@@ -39,6 +43,15 @@ endif
 LIB_SRC := $(sort $(wildcard core/*.c arch/*/pt_*.c) \
              $(filter-out arch/%/pt_%.c,$(wildcard arch/x86/*.c arch/generic/*.c)) \
              $(wildcard host/none/*.c))
+PATCHES := $(if $(HYP_VARIANT),$(wildcard $(HYP_DIR)/planted/$(HYP_VARIANT)/*.patch))
+ifneq ($(HYP_VARIANT),)
+ifeq ($(PATCHES),)
+$(error no patches in $(HYP_DIR)/planted/$(HYP_VARIANT)/)
+endif
+PATCHED := $(foreach f,$(patsubst $(HYP_DIR)/planted/$(HYP_VARIANT)/%.patch,%,$(PATCHES)),\
+             $(filter %/$(f).c,$(LIB_SRC)))
+LIB_SRC := $(filter-out $(PATCHED),$(LIB_SRC)) $(addprefix $(O)/patched/,$(PATCHED))
+endif
 HYP_SRC := $(sort $(wildcard $(HYP_DIR)/*.c))
 HYP_ASM := $(sort $(wildcard $(HYP_DIR)/*.S))
 OBJS := $(patsubst %,$(O)/obj/%.o,$(LIB_SRC) $(HYP_SRC) $(HYP_ASM))
@@ -52,6 +65,13 @@ $(AO_INC)/atomic_ops.h:
 $(O)/obj/%.c.o: %.c $(AO_INC)/atomic_ops.h
 	@mkdir -p $(@D)
 	$(CC) $(HYP_CFLAGS) -MMD -MP -c $< -o $@
+.SECONDEXPANSION:
+$(O)/patched/%.c: %.c $(HYP_DIR)/planted/$(HYP_VARIANT)/$$(basename $$(notdir $$@)).patch
+	@mkdir -p $(@D)
+	patch -s -o $@ $< $(HYP_DIR)/planted/$(HYP_VARIANT)/$(basename $(notdir $@)).patch
+$(O)/obj/$(O)/patched/%.c.o: $(O)/patched/%.c $(AO_INC)/atomic_ops.h
+	@mkdir -p $(@D)
+	$(CC) $(HYP_CFLAGS) -iquote $(dir $*) -MMD -MP -c $< -o $@
 $(O)/obj/%.S.o: %.S
 	@mkdir -p $(@D)
 	$(CC) $(HYP_CFLAGS) -D__ASSEMBLY__ -c $< -o $@
@@ -63,5 +83,6 @@ $(O)/hyp.elf: $(OBJS) $(HYP_DIR)/link.ld
 $(O)/hyp32.elf: $(O)/hyp.elf
 	$(OBJCOPY) -O elf32-i386 $< $@
 
+.SECONDARY:
 .PHONY: all
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

@@ -18,6 +18,8 @@
 #   --work MIB       data the guest's workload writes (hyp_mb=, default 64)
 #   --bad-gpa ADDR   the guest reads ADDR (neither RAM nor device) first: the
 #                    run passes when the hypervisor reports it and stops
+#   --variant NAME   the hypervisor built with the planted bugs of
+#                    examples/hyp/x86/planted/NAME (its run must fail)
 #   --direct         no hypervisor: the same kernel and initramfs straight
 #                    under QEMU, for the boot-time ratio
 #   --json FILE      write the hypervisor's JSON summary there
@@ -34,7 +36,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 kernel=$top/build/guests/amd64/kernel
 busybox= initrd= mem=256 fault=2m fold=0 mig=1 evict=1 work=64 badgpa= direct=0
-json= log= limit=180
+json= log= limit=180 variant=
 
 die() { echo "run.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -50,6 +52,7 @@ while [ $# -gt 0 ]; do
     --work) work=$2; shift ;;
     --bad-gpa) badgpa=$2; shift ;;
     --direct) direct=1 ;;
+    --variant) variant=$2; shift ;;
     --json) json=$2; shift ;;
     --log) log=$2; shift ;;
     --timeout) limit=$2; shift ;;
@@ -95,12 +98,14 @@ if [ $direct = 1 ]; then
     set -- $qemu -m $((mem + 64)) -kernel "$kernel" -initrd "$initrd" \
         -append "console=ttyS0 nr_cpus=1 panic=-1 $gargs"
 else
-    make -s -C "$top" -f examples/hyp/x86/hyp.mk > /dev/null || die "building the hypervisor failed"
+    [ -z "$variant" ] || [ -d "$here/planted/$variant" ] || die "no planted variant $variant"
+    make -s -C "$top" -f examples/hyp/x86/hyp.mk ${variant:+HYP_VARIANT=$variant} > /dev/null ||
+        die "building the hypervisor failed"
     hopts="mem=$mem fault=$fault fold=$fold mig=$mig evict=$evict"
     # Host RAM: guest RAM, its shadow, the swap area, the hypervisor and
     # its modules, the firmware's tables.
     set -- $qemu -m $((2 * mem + 192)) -device isa-debug-exit,iobase=0xf4,iosize=4 \
-        -kernel "$top/build/hyp/x86/hyp32.elf" -initrd "$kernel,$initrd" -append "$hopts -- $gargs"
+        -kernel "$top/build/hyp/x86${variant:+-$variant}/hyp32.elf" -initrd "$kernel,$initrd" -append "$hopts -- $gargs"
 fi
 
 out=${log:-$(mktemp)}
