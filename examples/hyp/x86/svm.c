@@ -350,7 +350,10 @@ static int npf_exit(void)
     int rc = gm_fault(gpa);
     if (rc == 0)
         return -1;
-    return rc == -MMP_ERANGE ? STOP_BAD_GPA : STOP_ERROR;
+    if (rc == -MMP_ERANGE)
+        return STOP_BAD_GPA;
+    hv_printf("hyp: FAIL: nested fault at %lx: mmport error %d\n", gpa, rc);
+    return STOP_ERROR;
 }
 
 void vcpu_tick(void)
