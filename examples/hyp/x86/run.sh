@@ -6,9 +6,7 @@
 #   examples/hyp/x86/run.sh [options] [-- guest kernel arguments]
 #
 #   --kernel FILE    the bzImage (default build/guests/amd64/kernel)
-#   --busybox FILE   a static busybox: the initramfs is built from it with
-#                    mkinitrd.sh (into build/hyp/x86/initramfs.cpio)
-#   --initrd FILE    a ready initramfs (default, without --busybox:
+#   --initrd FILE    the initramfs (default, from scripts/fetch-guests.sh:
 #                    build/guests/amd64/initramfs.cpio)
 #   --mem MIB        guest RAM (default 256)
 #   --fault 4k|2m    nested fault mode (default 2m: 2 MiB blocks where possible)
@@ -35,14 +33,13 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 kernel=$top/build/guests/amd64/kernel
-busybox= initrd= mem=256 fault=2m fold=0 mig=1 evict=1 work=64 badgpa= direct=0
+initrd= mem=256 fault=2m fold=0 mig=1 evict=1 work=64 badgpa= direct=0
 json= log= limit=180 variant=
 
 die() { echo "run.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
     --kernel) kernel=$2; shift ;;
-    --busybox) busybox=$2; shift ;;
     --initrd) initrd=$2; shift ;;
     --mem) mem=$2; shift ;;
     --fault) fault=$2; shift ;;
@@ -77,21 +74,17 @@ hdr=$(od -An -tx1 -j 514 -N 4 "$kernel" | tr -d ' \n')
 xlf=$(od -An -tu2 -j 566 -N 2 "$kernel" | tr -d ' ')
 [ $((xlf & 1)) = 1 ] || die "kernel $kernel: no 64-bit entry point (xloadflags bit 0 clear)"
 
-if [ -n "$busybox" ]; then
-    [ -f "$busybox" ] || die "busybox $busybox: no such file"
-    mkdir -p "$top/build/hyp/x86"
-    initrd=$top/build/hyp/x86/initramfs.cpio
-    "$here/mkinitrd.sh" "$busybox" "$initrd" || die "building the initramfs failed"
-fi
 [ -n "$initrd" ] || initrd=$top/build/guests/amd64/initramfs.cpio
 [ -f "$initrd" ] && [ -s "$initrd" ] ||
-    die "initramfs $initrd: no such file (--busybox FILE builds one, or --initrd FILE)"
+    die "initramfs $initrd: no such file (scripts/fetch-guests.sh amd64, or --initrd FILE)"
 [ "$(head -c 6 "$initrd")" = 070701 ] || die "initramfs $initrd: not a newc cpio archive"
 case $kernel$initrd in *,*) die "file names with ',' cannot go through QEMU's -initrd" ;; esac
 
-# Guest arguments: nr_cpus=1 (one vCPU), the workload's size, the init
+# Guest arguments: no_timer_check (Linux's IO-APIC timer probe counts on
+# time passing as on hardware; under a loaded TCG it may not), the
+# workload's size, the init
 # doorbell for initramfs images whose /init takes it as an argument.
-gargs="hyp_mb=$work hyp_cpus=1 hyp_doorbell=0xfeb00000${badgpa:+ hyp_badgpa=$badgpa} $extra"
+gargs="no_timer_check hyp_mb=$work hyp_cpus=1 hyp_doorbell=0xfeb00000${badgpa:+ hyp_badipa=$badgpa} $extra"
 qemu="qemu-system-x86_64 -M pc -cpu max -smp 2 -accel tcg,thread=multi -nodefaults -nographic
       -serial stdio -no-reboot"
 if [ $direct = 1 ]; then
