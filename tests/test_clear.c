@@ -21,7 +21,8 @@
 #include <mmport/mmport.h>
 
 #include "atomic.h"
-#include "clear_impl.h"
+#include "clear_policy.h"
+#include "clear_span.h"
 #include "host.h"
 #include "mmp_test.h"
 
@@ -806,26 +807,81 @@ START_TEST(policy_for_fake_cpus)
 }
 END_TEST
 
-START_TEST(policy_thresholds_from_llc)
+/*
+ * AUTO's threshold from the cache facts: one core's share of the LLC, cut
+ * to the row's bound, never below twice the L2 (mmp_clear_policy_for()).
+ */
+START_TEST(policy_thresholds_from_cache_sizes)
 {
+    const uint64_t M = 1u << 20;
     struct mmp_clear_policy p;
-    struct mmp_cpu_features f = fake_x86("AuthenticAMD", 0x1a, 0x02, X86_ALL, 32u << 20);
+    /* Zen 5 with its topology: 32 MiB CCX shared by 8 cores, 1 MiB L2 */
+    struct mmp_cpu_features f = fake_x86("AuthenticAMD", 0x1a, 0x02, X86_ALL, 32 * M);
+    f.llc_cores = 8, f.l2_bytes = 1 * M;
     mmp_clear_policy_for(&f, &p);
-    ck_assert_uint_eq(p.cold_min, 32u << 20);
-    ck_assert_str_eq(p.cold_min_from, "llc");
+    ck_assert_uint_eq(p.cold_min, 4 * M);
+    ck_assert_str_eq(p.cold_min_from, "cache");
+    /* the same CPU in a VM reporting the host socket's 508 MiB, no sharing count */
+    f.llc_bytes = 508 * M, f.llc_cores = 0;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 4 * M);
+    ck_assert_str_eq(p.cold_min_from, "cache-bound");
+    /* ... or a sharing count the hypervisor made up (2 vCPUs) */
+    f.llc_cores = 2;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 4 * M);
+    /* Emerald Rapids in a KVM guest: 260 MiB socket L3, 2 MiB L2 */
+    f = fake_x86("GenuineIntel", 6, 0xcf, X86_ALL, 260 * M);
+    f.l2_bytes = 2 * M, f.llc_cores = 1;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 4 * M); /* the L2 floor over the row's 2 MiB bound */
+    /* ... and on the host, leaf 4 saying 128 threads, 2 per core */
+    f.llc_cores = 64;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 4 * M);
+    /* a ring-L3 client row takes the whole LLC */
+    f = fake_x86("GenuineIntel", 6, 0xb7, X86_ALL, 36 * M);
+    f.l2_bytes = 2 * M, f.llc_cores = 16;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 32 * M); /* bounded to MMP_CORE_LLC_CORE_MAX */
+    f.llc_bytes = 24 * M;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 24 * M);
+    /* no row: the share, bounded to 32 MiB; a CPU without sharing count keeps its figure */
+    f = fake_x86("GenuineIntel", 6, 0x8c, X86_ALL, 12 * M);
+    f.l2_bytes = 1280u << 10, f.llc_cores = 4;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 3 * M);
+    f.llc_cores = 0;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 12 * M);
+    f.llc_bytes = 256 * M;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, MMP_CORE_LLC_CORE_MAX);
+    /* an L2 that is the last level (llc_cores 1): twice it */
+    f = fake_x86("GenuineIntel", 6, 0x0d, X86_ALL, 1 * M);
+    f.l2_bytes = 1 * M, f.llc_cores = 1;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 2 * M);
+    /* unknown sizes: the default; odd sizes round up to whole pages */
     f.llc_bytes = 0;
     mmp_clear_policy_for(&f, &p);
     ck_assert_str_eq(p.cold_min_from, "default");
-    ck_assert_uint_gt(p.cold_min, 0);
-    ck_assert_uint_eq(p.cold_min % PG, 0);
-    /* a row with a divisor */
+    ck_assert_uint_eq(p.cold_min, MMP_CORE_COLD_MIN_DEFAULT);
+    f.llc_bytes = 3 * M + 1, f.l2_bytes = 0, f.llc_cores = 1;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 3 * M + PG);
+    /* every row's bound holds for a CPU of the row claiming a huge LLC */
     for (size_t i = 0; i < mmp_core_clear_nquirks; i++) {
         const struct mmp_core_clear_quirk *q = &mmp_core_clear_quirks[i];
-        if (q->arch != MMP_ARCH_X86_64 || q->llc_div <= 1)
-            continue;
-        f = fake_x86(q->vendor, q->fam_lo, q->model_lo, X86_ALL, 100u << 20);
+        f = (struct mmp_cpu_features){.arch = q->arch, .family = q->fam_lo, .model = q->model_lo,
+                                      .midr = q->midr_val, .llc_bytes = 4096 * M};
+        snprintf(f.vendor, sizeof f.vendor, "%s", q->vendor);
         mmp_clear_policy_for(&f, &p);
-        ck_assert_uint_eq(p.cold_min, ((100u << 20) / q->llc_div + PG - 1) / PG * PG);
+        ck_assert_str_eq(p.quirk, q->name);
+        uint64_t max = q->llc_core_max ? q->llc_core_max : MMP_CORE_LLC_CORE_MAX;
+        ck_assert_uint_eq(p.cold_min, (max + PG - 1) / PG * PG);
+        ck_assert_str_eq(p.cold_min_from, "cache-bound");
     }
 }
 END_TEST
@@ -1165,7 +1221,7 @@ Suite *mmp_suite_clear(void)
     MMP_ADD(s, populate_makes_fresh_and_dirty_pages_resident_and_zero);
     MMP_ADD(s, populate_refuses_what_cannot_be_backed);
     MMP_ADD(s, policy_for_fake_cpus);
-    MMP_ADD(s, policy_thresholds_from_llc);
+    MMP_ADD(s, policy_thresholds_from_cache_sizes);
     MMP_ADD(s, policy_honours_every_quirk_row);
     MMP_ADD(s, env_cold_min_switches_auto);
     MMP_ADD(s, env_forces_kernel);
