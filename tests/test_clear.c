@@ -429,6 +429,31 @@ START_TEST(pool_reused_and_capped_at_affinity)
 END_TEST
 
 /* Spans cover the round exactly, in order, cut at 2 MiB / 1 GiB where large. */
+/* mmp_shutdown() joins the pool's threads; the next threaded clear starts them again. */
+START_TEST(shutdown_stops_the_pool_and_it_restarts)
+{
+    if (mmp_test_emulated())
+        MMP_SKIP("qemu-user's own threads show in /proc/self/task");
+    if (affinity_cpus() < 2)
+        MMP_SKIP("one CPU in the affinity mask: no pool to see");
+    struct gbuf g = gbuf_new(512 * PG);
+    long ids[512];
+    ck_assert_int_eq(mmp_shutdown(), 0); /* nothing started: nothing to do */
+    struct mmp_clear_opts o = {.threads = 2};
+    ck_assert_int_eq(mmp_clear(g.p, g.len, &o), 0);
+    ck_assert_uint_gt(task_ids(ids, 512), 0);
+    ck_assert_int_eq(mmp_shutdown(), 0);
+    ck_assert_uint_eq(task_ids(ids, 512), 0);
+    ck_assert_int_eq(mmp_shutdown(), 0); /* again: nothing left */
+    memset(g.p, PAT, g.len);
+    ck_assert_int_eq(mmp_clear(g.p, g.len, &o), 0);
+    check_gbuf(&g, g.len, "after shutdown");
+    ck_assert_uint_gt(task_ids(ids, 512), 0);
+    ck_assert_int_eq(mmp_shutdown(), 0);
+    gbuf_free(&g);
+}
+END_TEST
+
 START_TEST(spans_cut_at_huge_pages)
 {
     static const struct {
@@ -1214,6 +1239,7 @@ Suite *mmp_suite_clear(void)
     MMP_ADD(s, zeroes_visible_to_acquirer);
     MMP_ADD(s, stats_count_calls_and_bytes);
     MMP_ADD(s, pool_reused_and_capped_at_affinity);
+    MMP_ADD(s, shutdown_stops_the_pool_and_it_restarts);
     MMP_ADD(s, spans_cut_at_huge_pages);
     MMP_ADD(s, numa_placement_restores_the_caller);
     MMP_ADD(s, numa_placement_follows_the_node_of_the_memory);
