@@ -76,7 +76,6 @@ static __attribute__((noinline)) const struct clear_state *state_init(void)
     if (AO_compare_and_swap_full(&st_ready, 0, 1)) {
         for (unsigned k = 0; k < MMP_K_COUNT; k++)
             st.fn[k] = mmp_core_clear_fn_of(k);
-        mmp_core_clear_describe(st.list);
         mmp_core_clear_config_init(&st.cfg);
         st.refuse = st.cfg.forced_err;
         install(&st.cfg);
@@ -105,11 +104,24 @@ static void unlock(volatile AO_t *l)
     AO_store_release(l, 0);
 }
 
+/* The list only for whoever asks: a first clear does nothing it does not need. */
+static volatile AO_t list_ready; /* 0 = not yet, 1 = being filled, 2 = ready */
+
 const struct mmp_clear_kernel *mmp_clear_kernels(size_t *n)
 {
+    state(); /* reads the environment, as documented */
     if (n)
         *n = MMP_K_COUNT;
-    return state()->list;
+    if (AO_load_acquire(&list_ready) != 2) {
+        if (AO_compare_and_swap_full(&list_ready, 0, 1)) {
+            mmp_core_clear_describe(st.list);
+            AO_store_release(&list_ready, 2);
+        } else {
+            while (AO_load_acquire(&list_ready) != 2)
+                ; /* another thread fills it; microseconds */
+        }
+    }
+    return st.list;
 }
 
 void mmp_clear_policy(struct mmp_clear_policy *out)

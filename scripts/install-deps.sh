@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what checking mmport needs on Debian 12, if missing: the build
 # needs only the first three; the rest are test tools (clang, libcheck for
-# both arches, the aarch64 cross compiler, qemu, valgrind, groff/man for
+# both arches, the aarch64 cross compiler, qemu, valgrind, strace (the
+# first_clear step), groff/man for
 # the man pages, python3 for the JSON and SVG checks, debhelper for the
 # configure check). Only `make check`,
 # `make run`, `make fuzz`, `make deps` and .ci/run call it.
@@ -31,6 +32,7 @@ need /usr/include/atomic_ops.h libatomic-ops-dev
 need /usr/include/check.h check
 need /usr/lib/aarch64-linux-gnu/pkgconfig/check.pc check:arm64
 need valgrind valgrind
+need strace strace
 need groff groff-base
 need man man-db
 need python3 python3
