@@ -140,8 +140,10 @@ struct mmp_clear_opts {
  * The kernel: opts->kernel, else MMPORT_CLEAR, else the policy in force
  * (mmp_clear_policy()): its hot kernel for MMP_CLEAR_HOT, its cold one for
  * MMP_CLEAR_COLD, and for MMP_CLEAR_AUTO the cold one from policy.cold_min
- * bytes up. That policy comes from CPUID or the ID registers, the quirk
- * table and the cache sizes, without measuring: the first call opens,
+ * bytes up (one core's share of the last-level cache, never below twice
+ * its L2: mmp_clear_policy_for()). That policy comes from CPUID or the ID
+ * registers, the quirk table and the cache sizes, without measuring: the
+ * first call opens,
  * creates, allocates and times nothing (on arm64 Linux, CPU detection
  * reads cpu0's cache sizes from /sys once). Measuring happens only in
  * mmp_clear_tune() and mmp_clear_calibrate(); tuning files are read only
@@ -331,7 +333,8 @@ MMP_API void mmp_clear_policy(struct mmp_clear_policy *out);
  * scratch memory cannot be mapped; -MMP_ERANGE if the file's path is
  * longer than 511 bytes; -MMP_ENOENT if the file cannot be written (dir
  * and its parent missing, or not writable); -MMP_EIO if the measurement
- * cannot be read back (a bug). On error the policy in force is unchanged.
+ * cannot be read back (never expected). On error the policy in force is
+ * unchanged.
  */
 MMP_API int mmp_clear_tune(const char *dir, unsigned flags);
 
