@@ -23,6 +23,7 @@
 #include "atomic.h"
 #include "clear_policy.h"
 #include "clear_span.h"
+#include "clear_tuning.h"
 #include "host.h"
 #include "mmp_test.h"
 
@@ -748,6 +749,92 @@ START_TEST(populate_refuses_what_cannot_be_backed)
 }
 END_TEST
 
+/* ---- mmp_clear_tune() under running clears ------------------------------- */
+
+struct swap_clearer {
+    volatile AO_t *stop;
+    unsigned char *p;
+    size_t len;
+    int bad;
+};
+
+/* Clears its own range at sizes around both thresholds until told to stop. */
+static void *swap_clear(void *arg)
+{
+    struct swap_clearer *c = arg;
+    static const size_t sizes[] = {4096, 64u << 10, 256u << 10, 1u << 20};
+    for (unsigned n = 0; !AO_load_acquire(c->stop); n++) {
+        size_t len = sizes[n % 4];
+        memset(c->p, PAT, len);
+        struct mmp_clear_opts o = {.hint = (enum mmp_clear_hint)(n % 3)};
+        if ((n & 4 ? mmp_clear(c->p, len, &o) : mmp_clear(c->p, len, NULL)) != 0 ||
+            first_not(c->p, len, 0) != len)
+            c->bad++;
+    }
+    return NULL;
+}
+
+/* A tuning file for this CPU in dir: hot kernel `hot`, cold_min cm. */
+static void swap_file(const char *dir, const char *hot, const char *cm)
+{
+    char path[512], cpu[128], text[512];
+    struct mmp_core_sink o = {cpu, sizeof cpu, 0};
+    mmp_core_clear_put_cpu(&o, mmp_cpu_features());
+    ck_assert_int_gt(mmp_core_clear_cache_path(dir, mmp_cpu_features(), path, sizeof path), 0);
+    snprintf(text, sizeof text, "%shot %s\ncold_min %s\n", cpu, hot, cm);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/*
+ * The policy in force changes under clears running on other threads (two
+ * files loaded in turn: no measuring): every clear succeeds and zeroes its
+ * range, and the policy read back is always one of the two (TSan: no race).
+ */
+START_TEST(tune_swaps_the_policy_under_running_clears)
+{
+    char a[] = "/tmp/mmport-swap-a-XXXXXX", b[] = "/tmp/mmport-swap-b-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(a));
+    ck_assert_ptr_nonnull(mkdtemp(b));
+    struct mmp_clear_policy table;
+    mmp_clear_policy_for(mmp_cpu_features(), &table);
+    const char *other = mmp_cpu_features()->arch == MMP_ARCH_X86_64 ? "unrolled"
+                        : mmp_cpu_features()->arch == MMP_ARCH_ARM64 ? "stp"
+                                                                     : "memset";
+    swap_file(a, other, "64K");
+    swap_file(b, table.hot, "1M");
+    volatile AO_t stop = 0;
+    struct swap_clearer c[2];
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        c[i] = (struct swap_clearer){&stop, mmap(NULL, 1u << 20, PROT_READ | PROT_WRITE,
+                                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), 1u << 20, 0};
+        ck_assert_ptr_ne(c[i].p, MAP_FAILED);
+        ck_assert_int_eq(pthread_create(&t[i], NULL, swap_clear, &c[i]), 0);
+    }
+    int rounds = mmp_test_slow() ? 20 : 200;
+    for (int r = 0; r < rounds; r++) {
+        ck_assert_int_eq(mmp_clear_tune(r & 1 ? b : a, 0), 0);
+        struct mmp_clear_policy p;
+        mmp_clear_policy(&p);
+        ck_assert_str_eq(p.hot, r & 1 ? table.hot : other);
+        ck_assert_uint_eq(p.cold_min, r & 1 ? 1u << 20 : 64u << 10);
+        ck_assert_ptr_nonnull(strstr(p.source, r & 1 ? b : a));
+    }
+    AO_store_release(&stop, 1);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_int_eq(c[i].bad, 0);
+        munmap(c[i].p, c[i].len);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", a, b);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* ---- policy, from fake CPUs ----------------------------------------------- */
 
 static struct mmp_cpu_features fake_x86(const char *vendor, uint32_t fam, uint32_t model,
@@ -1240,6 +1327,7 @@ Suite *mmp_suite_clear(void)
     MMP_ADD(s, stats_count_calls_and_bytes);
     MMP_ADD(s, pool_reused_and_capped_at_affinity);
     MMP_ADD(s, shutdown_stops_the_pool_and_it_restarts);
+    MMP_ADD(s, tune_swaps_the_policy_under_running_clears);
     MMP_ADD(s, spans_cut_at_huge_pages);
     MMP_ADD(s, numa_placement_restores_the_caller);
     MMP_ADD(s, numa_placement_follows_the_node_of_the_memory);
