@@ -110,9 +110,10 @@ struct mmp_clear_opts {
      * mask), or at the workers of a runner (mmp_clear_set_runner()). Spans
      * of 8 MiB and more are cut at 2 MiB boundaries (4 GiB and more: 1 GiB)
      * so no huge page is split between threads. Hosted, the threads are a
-     * pool created at first use and reused by every later call (one call
-     * at a time uses it; a concurrent or nested call runs its spans on its
-     * own thread). A freestanding build without a runner uses one thread.
+     * pool started by the first threaded call and reused by every later one
+     * until mmp_shutdown() joins them (one call at a time uses it; a
+     * concurrent or nested call runs its spans on its own thread). A
+     * freestanding build without a runner uses one thread.
      */
     unsigned threads;
     /** Kernel name from mmp_clear_kernels(), or NULL for the policy / MMPORT_CLEAR. */
