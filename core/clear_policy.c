@@ -139,7 +139,7 @@ const struct mmp_core_clear_quirk mmp_core_clear_quirks[] = {
             "reports the host socket's 508 MiB L3 and no TOPOEXT leaf, so the L3 is bounded to "
             "4 MiB per core: with lines evicted, rep stosb 103-118 GB/s vs 73-75 for the NT "
             "kernels and CLZERO up to 2 MiB, all within 2% of each other at 4-64 MiB, CLZERO "
-            "ahead from 256 MiB (54 vs 50 GB/s; 52 vs 39 at 1 GiB)"},
+            "ahead from 256 MiB (64 vs 55 GB/s; 44 vs 31 at 1 GiB)"},
     /* ---- arm64: MIDR implementer/part (Linux cputype.h; Arm TRMs, MIDR_EL1) ---- */
     {ARM("neoverse-n1", MIDR_PART, 0x4100d0c0),
      .why = "Neoverse N1 (also Ampere Altra/Altra Max, built from N1 cores: Phoronix 2022-05 "
