@@ -22,7 +22,7 @@ void mmp_arch_cpu_detect(struct mmp_cpu_features *f);
 
 /**
  * The function of clearing kernel `id` (enum mmp_core_clear_kid in
- * core/clear_impl.h), or NULL if this arch does not build it. Availability
+ * core/clear_kernels.h), or NULL if this arch does not build it. Availability
  * on the running CPU is checked by core from the kernel's feature needs
  * before it is ever called. Optional: the generic default builds none.
  */

@@ -1,43 +1,84 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mmp_clear(): input checks, kernel choice, chunking between yields,
- * parallel spans, counters. Freestanding: threads, clock and environment
- * come through core/host.h.
+ * mmp_clear() and the other public clearing calls: input checks, kernel
+ * choice, chunking between yields, parallel spans, counters, and the
+ * policy in force. Freestanding: threads, clock and environment come
+ * through core/host.h.
+ *
+ * The clearing code in layers, each including only those below it:
+ *   1. core/clear_text.c, core/clear_kernels.c: text helpers; the kernel
+ *      table and what this build and CPU can run;
+ *   2. core/clear_policy.c: the policy from facts (quirk rows, CPU
+ *      features, cache sizes), mmp_clear_policy_for();
+ *   3. core/clear_tuning.c: the tuning file, its format and parser;
+ *   4. core/clear_measure.c, core/clear_calibrate.c: measuring, only when
+ *      asked (mmp_clear_tune(), mmp_clear_calibrate());
+ *   5. core/clear_config.c: the policy in force (facts, then the files or
+ *      measurement asked for, then the environment);
+ *   6. this file: the public calls.
  */
 #include "atomic.h"
-#include "clear_impl.h"
+#include "clear_config.h"
+#include "clear_span.h"
 #include "host.h"
 
 /* ---- one-time state --------------------------------------------------- */
 
+/*
+ * What a clear needs of the policy, in one word so mmp_clear_tune() can
+ * change it under running clears: cold_min (a multiple of 4 KiB) with the
+ * hot kernel in bits 0-3, the cold one in bits 4-7 and REFUSE (MMPORT_CLEAR
+ * names a kernel that cannot be used) in bit 8.
+ */
+#define W_KERNEL 0xfu
+#define W_COLD_SHIFT 4
+#define W_REFUSE 0x100u
+#define W_COLD_MIN (~(AO_t)(MMP_PAGE_SIZE - 1))
+_Static_assert(MMP_K_COUNT <= 16, "kernel ids fit 4 bits");
+_Static_assert(sizeof(AO_t) >= sizeof(uint64_t), "cold_min fits a word");
+
 struct clear_state {
-    struct mmp_clear_policy pol;
-    unsigned hot, cold;
-    int forced;     /* MMPORT_CLEAR kernel id, or -1 */
-    int forced_err; /* MMPORT_CLEAR names an unknown / unusable kernel */
+    volatile AO_t choice;
+    int refuse; /* what REFUSE returns: MMPORT_CLEAR's error */
     mmp_core_clear_fn fn[MMP_K_COUNT];
     struct mmp_clear_kernel list[MMP_K_COUNT];
+    struct mmp_core_clear_config cfg; /* described policy; under cfg_lock after init */
 };
 
 static struct clear_state st;
 static volatile AO_t st_ready; /* 0 = not yet, 1 = being filled, 2 = ready */
+static volatile AO_t cfg_lock;  /* st.cfg after init */
+static volatile AO_t tune_lock; /* one mmp_clear_tune() at a time */
+
+/* The kernel for a policy name: always one this CPU supports; the portable one if not built. */
+static unsigned kernel_of(const char *name)
+{
+    int k = mmp_core_clear_lookup(name);
+    return k >= 0 && st.fn[k] ? (unsigned)k : MMP_K_MEMSET;
+}
+
+/* Publishes cfg as the policy in force: its kernels by their ids, and the word. */
+static void install(struct mmp_core_clear_config *cfg)
+{
+    unsigned hot = kernel_of(cfg->pol.hot), cold = kernel_of(cfg->pol.cold);
+    cfg->pol.hot = mmp_core_clear_kdesc[hot].name;
+    cfg->pol.cold = mmp_core_clear_kdesc[cold].name;
+    if (cfg->forced >= 0)
+        hot = cold = (unsigned)cfg->forced;
+    uint64_t cm = cfg->pol.cold_min;
+    cm = cm > (uint64_t)W_COLD_MIN ? (uint64_t)W_COLD_MIN : (cm + MMP_PAGE_SIZE - 1) & W_COLD_MIN;
+    AO_store_release(&st.choice, (AO_t)cm | hot | (AO_t)cold << W_COLD_SHIFT |
+                                     (cfg->forced_err ? W_REFUSE : 0));
+}
 
 static __attribute__((noinline)) const struct clear_state *state_init(void)
 {
     if (AO_compare_and_swap_full(&st_ready, 0, 1)) {
         for (unsigned k = 0; k < MMP_K_COUNT; k++)
             st.fn[k] = mmp_core_clear_fn_of(k);
-        mmp_core_clear_describe(st.list);
-        mmp_core_clear_policy_in_force(&st.pol, &st.forced, &st.forced_err);
-        /* Policy names are always kernels this CPU supports, hence built. */
-        st.hot = (unsigned)mmp_core_clear_lookup(st.pol.hot);
-        st.cold = (unsigned)mmp_core_clear_lookup(st.pol.cold);
-        if (!st.fn[st.hot])
-            st.hot = MMP_K_MEMSET;
-        if (!st.fn[st.cold])
-            st.cold = MMP_K_MEMSET;
-        st.pol.hot = mmp_core_clear_kdesc[st.hot].name;
-        st.pol.cold = mmp_core_clear_kdesc[st.cold].name;
+        mmp_core_clear_config_init(&st.cfg);
+        st.refuse = st.cfg.forced_err;
+        install(&st.cfg);
         AO_store_release(&st_ready, 2);
     } else {
         while (AO_load_acquire(&st_ready) != 2)
@@ -51,16 +92,63 @@ static inline const struct clear_state *state(void)
     return AO_load_acquire(&st_ready) == 2 ? &st : state_init();
 }
 
+/* A short spin lock (core has no mutex): held for a struct copy. */
+static void lock(volatile AO_t *l)
+{
+    while (!AO_compare_and_swap_full(l, 0, 1))
+        ;
+}
+
+static void unlock(volatile AO_t *l)
+{
+    AO_store_release(l, 0);
+}
+
+/* The list only for whoever asks: a first clear does nothing it does not need. */
+static volatile AO_t list_ready; /* 0 = not yet, 1 = being filled, 2 = ready */
+
 const struct mmp_clear_kernel *mmp_clear_kernels(size_t *n)
 {
+    state(); /* reads the environment, as documented */
     if (n)
         *n = MMP_K_COUNT;
-    return state()->list;
+    if (AO_load_acquire(&list_ready) != 2) {
+        if (AO_compare_and_swap_full(&list_ready, 0, 1)) {
+            mmp_core_clear_describe(st.list);
+            AO_store_release(&list_ready, 2);
+        } else {
+            while (AO_load_acquire(&list_ready) != 2)
+                ; /* another thread fills it; microseconds */
+        }
+    }
+    return st.list;
 }
 
 void mmp_clear_policy(struct mmp_clear_policy *out)
 {
-    *out = state()->pol;
+    state();
+    lock(&cfg_lock);
+    *out = st.cfg.pol;
+    unlock(&cfg_lock);
+}
+
+int mmp_clear_tune(const char *dir, unsigned flags)
+{
+    if ((flags & ~MMP_CLEAR_TUNE_AGAIN) || (dir && !*dir))
+        return -MMP_EINVAL;
+    state();
+    if (!AO_compare_and_swap_full(&tune_lock, 0, 1))
+        return -MMP_EBUSY;
+    static struct mmp_core_clear_config next; /* off the stack: hypervisor stacks are small */
+    int rc = mmp_core_clear_config_tune(&st.cfg, &next, dir, flags);
+    if (!rc) {
+        lock(&cfg_lock);
+        st.cfg = next;
+        install(&st.cfg);
+        unlock(&cfg_lock);
+    }
+    unlock(&tune_lock);
+    return rc;
 }
 
 /* ---- counters ---------------------------------------------------------- */
@@ -298,16 +386,15 @@ static int prepare(const struct clear_state *s, void *addr, size_t len,
         *k = (unsigned)id;
         return 0;
     }
-    if (s->forced_err)
-        return s->forced_err;
-    if (s->forced >= 0)
-        *k = (unsigned)s->forced;
-    else if (o->hint == MMP_CLEAR_HOT)
-        *k = s->hot;
+    AO_t w = AO_load(&s->choice);
+    if (w & W_REFUSE)
+        return s->refuse;
+    if (o->hint == MMP_CLEAR_HOT)
+        *k = w & W_KERNEL;
     else if (o->hint == MMP_CLEAR_COLD)
-        *k = s->cold;
+        *k = (w >> W_COLD_SHIFT) & W_KERNEL;
     else
-        *k = len >= s->pol.cold_min ? s->cold : s->hot;
+        *k = len >= (w & W_COLD_MIN) ? (w >> W_COLD_SHIFT) & W_KERNEL : w & W_KERNEL;
     return 0;
 }
 
@@ -322,9 +409,10 @@ int mmp_clear(void *addr, size_t len, const struct mmp_clear_opts *opts)
      * bare kernel on the dev machine).
      */
     const struct clear_state *s = state();
-    if (!opts && s->forced < 0 && !s->forced_err && addr && len && len < TIME_MIN &&
+    AO_t w = AO_load(&s->choice);
+    if (!opts && !(w & W_REFUSE) && addr && len && len < TIME_MIN &&
         !(((uintptr_t)addr | len) & (MMP_PAGE_SIZE - 1)) && len <= UINTPTR_MAX - (uintptr_t)addr) {
-        unsigned k = len >= s->pol.cold_min ? s->cold : s->hot;
+        unsigned k = len >= (w & W_COLD_MIN) ? (w >> W_COLD_SHIFT) & W_KERNEL : w & W_KERNEL;
         count(k, len, true);
         return s->fn[k](addr, len); /* 0; a tail call */
     }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * "Trust but verify": measure every available kernel on this machine and
- * derive hot, cold and the AUTO threshold; format the result as a tuning
- * file for MMPORT_TUNING. Freestanding: the clock comes from the host.
+ * mmp_clear_calibrate() (layer 4, measuring; core/clear.c has the layers):
+ * measure every available kernel on this machine and derive hot, cold and
+ * the AUTO threshold, for `mmport tune`. Freestanding: the clock comes
+ * from the host.
  */
-#include "clear_impl.h"
+#include "clear_measure.h"
 #include "host.h"
 
 #define CAL_REPS 3
@@ -47,8 +48,8 @@ int mmp_clear_calibrate(void *buf, size_t len, struct mmp_clear_calibration *out
     for (size_t i = len & ~(size_t)(MMP_PAGE_SIZE - 1); i < len; i++)
         ((volatile char *)buf)[i] = 0;
 
-    struct mmp_clear_policy pol;
-    mmp_clear_policy(&pol);
+    struct mmp_clear_policy pol; /* its cold kernel evicts the lines before each sample */
+    mmp_clear_policy_for(mmp_cpu_features(), &pol);
     mmp_core_clear_fn evict = mmp_core_clear_fn_of((unsigned)mmp_core_clear_lookup(pol.cold));
     size_t last = out->nsizes - 1;
     int hot = -1, cold = -1;
@@ -85,37 +86,4 @@ int mmp_clear_calibrate(void *buf, size_t len, struct mmp_clear_calibration *out
         out->cold_min = out->size[s];
     }
     return 0;
-}
-
-int mmp_core_clear_tuning_format_for(const struct mmp_clear_calibration *cal,
-                                     const struct mmp_cpu_features *f, char *text, size_t cap)
-{
-    if (!cal || !f || !text || !cap || !cal->hot || !cal->cold)
-        return -MMP_EINVAL;
-    struct mmp_core_sink o = {text, cap, 0};
-    mmp_core_put(&o, "# mmport clearing tuning, written by mmport tune; use: MMPORT_TUNING=<file>\n");
-    mmp_core_put(&o, "# measured MB/s (lines evicted first), per kernel at sizes:");
-    for (size_t s = 0; s < cal->nsizes; s++)
-        mmp_core_put(&o, " "), mmp_core_put_u64(&o, cal->size[s]);
-    mmp_core_put(&o, "\n");
-    for (unsigned k = 0; k < MMP_K_COUNT; k++) {
-        if (!cal->mbps[k][0])
-            continue;
-        mmp_core_put(&o, "#   "), mmp_core_put(&o, mmp_core_clear_kdesc[k].name);
-        for (size_t s = 0; s < cal->nsizes; s++)
-            mmp_core_put(&o, " "), mmp_core_put_u64(&o, cal->mbps[k][s]);
-        mmp_core_put(&o, "\n");
-    }
-    mmp_core_clear_put_cpu(&o, f);
-    mmp_core_put(&o, "hot "), mmp_core_put(&o, cal->hot), mmp_core_put(&o, "\n");
-    mmp_core_put(&o, "cold "), mmp_core_put(&o, cal->cold), mmp_core_put(&o, "\n");
-    mmp_core_put(&o, "cold_min "), mmp_core_put_u64(&o, cal->cold_min), mmp_core_put(&o, "\n");
-    if (o.n + 1 > cap || o.n > 0x7fffffff)
-        return -MMP_ERANGE;
-    return (int)o.n;
-}
-
-int mmp_clear_tuning_format(const struct mmp_clear_calibration *cal, char *text, size_t cap)
-{
-    return mmp_core_clear_tuning_format_for(cal, mmp_cpu_features(), text, cap);
 }

@@ -6,7 +6,8 @@
  */
 #include "arch.h"
 #include "atomic.h"
-#include "clear_impl.h"
+#include "clear_kernels.h"
+#include "clear_text.h"
 
 #define X86 MMP_ARCH_X86_64
 #define ARM MMP_ARCH_ARM64
@@ -62,13 +63,6 @@ bool mmp_core_clear_supported(const struct mmp_cpu_features *f, unsigned k)
     return (f->flags & d->needs) == d->needs;
 }
 
-bool mmp_core_streq(const char *a, const char *b)
-{
-    while (*a && *a == *b)
-        a++, b++;
-    return *a == *b;
-}
-
 int mmp_core_clear_lookup(const char *name)
 {
     for (unsigned k = 0; k < MMP_K_COUNT; k++)
@@ -97,6 +91,14 @@ mmp_core_clear_fn mmp_core_clear_fn_of(unsigned k)
     return mmp_core_clear_supported(mmp_cpu_features(), k) ? built_fn(k) : NULL;
 }
 
+uint32_t mmp_core_clear_usable(void)
+{
+    uint32_t usable = 0;
+    for (unsigned k = 0; k < MMP_K_COUNT; k++)
+        usable |= mmp_core_clear_fn_of(k) ? MMP_KBIT(k) : 0;
+    return usable;
+}
+
 static const char *why(const struct mmp_cpu_features *f, unsigned k, bool built)
 {
     const struct mmp_core_clear_kdesc *d = &mmp_core_clear_kdesc[k];
@@ -122,24 +124,4 @@ void mmp_core_clear_describe(struct mmp_clear_kernel *list)
         list[k].cold = mmp_core_clear_kdesc[k].cold;
         list[k].why = why(f, k, built);
     }
-}
-
-void mmp_core_put(struct mmp_core_sink *o, const char *s)
-{
-    for (; *s; s++, o->n++)
-        if (o->n + 1 < o->cap)
-            o->p[o->n] = *s;
-    if (o->cap)
-        o->p[o->n + 1 < o->cap ? o->n : o->cap - 1] = '\0';
-}
-
-void mmp_core_put_u64(struct mmp_core_sink *o, uint64_t v)
-{
-    char d[24];
-    int i = 23;
-    d[i] = '\0';
-    do
-        d[--i] = (char)('0' + v % 10);
-    while (v /= 10);
-    mmp_core_put(o, d + i);
 }

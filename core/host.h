@@ -37,16 +37,11 @@ long mmp_host_read_file(const char *path, char *buf, size_t cap);
 
 /**
  * Write len bytes of text to the file at path, whole or not at all
- * (temporary file, then rename), creating its directories if needed. 0, or -MMP_ENOENT if it cannot, -MMP_ENOSYS without an OS.
+ * (temporary file, then rename). The file's directory is created if it is
+ * missing and its parent exists; no other directory is. 0, or -MMP_ENOENT
+ * if it cannot, -MMP_ENOSYS without an OS.
  */
 int mmp_host_write_file(const char *path, const char *text, size_t len);
-
-/**
- * "<cache dir>/name" into path: $MMPORT_CACHE_DIR, else
- * $XDG_CACHE_HOME/mmport, else $HOME/.cache/mmport. Returns the length,
- * -MMP_ERANGE if cap is too small, -MMP_ENOSYS where there is none.
- */
-int mmp_host_cache_path(const char *name, char *path, size_t cap);
 
 /**
  * len bytes of writable scratch memory, resident (faulted in), for a
@@ -69,6 +64,16 @@ unsigned mmp_host_cpus(void);
  * or a thread cannot be started) the caller runs the rest itself.
  */
 void mmp_host_run_parallel(unsigned n, void (*fn)(void *arg, unsigned i), void *arg);
+
+/**
+ * mmp_shutdown()'s side of the pool: mmp_host_pool_hold() waits for no
+ * call and returns false if a threaded clear is using the pool, else
+ * keeps every later one off it until mmp_host_pool_end(stop), which stops
+ * and joins the workers first if stop is true (a later threaded clear
+ * starts them again). No-ops without threads.
+ */
+bool mmp_host_pool_hold(void);
+void mmp_host_pool_end(bool stop);
 
 /**
  * Move the calling thread onto the CPUs of the NUMA node holding the page
@@ -129,6 +134,12 @@ void mmp_host_epoch_retire(void (*free_table)(void *, void *, uint64_t, size_t),
 /* Wait for every running section to leave, then free every retired page
  * (the caller is in no section). */
 void mmp_host_epoch_drain(void);
+/*
+ * mmp_shutdown()'s side: if no thread is inside a section, free every
+ * retired page and every thread's record, and return 0 (a thread's next
+ * section registers it again); else -MMP_EBUSY, nothing freed.
+ */
+int mmp_host_epoch_release(void);
 
 /** Core's side of mmp_host_thread_block(): flushes a block at thread exit. */
 void mmp_core_thread_block_exit(void *block);

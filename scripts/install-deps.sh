@@ -9,7 +9,9 @@
 #                           arches, the aarch64 cross compiler, qemu (user
 #                           and system), Bochs, valgrind, groff/man for the
 #                           man pages, python3 for the JSON, SVG and man
-#                           checks, debhelper for the configure check
+#                           checks, strace for the first_clear step,
+#                           debhelper for the configure check; then the
+#                           reference hypervisor's guests (scripts/fetch-guests.sh)
 #   install-deps.sh --list <profile>   prints the profile's packages, one a
 #                           line, and exits (installs nothing)
 # Idempotent; when everything is present it only looks (well under a second).
@@ -54,12 +56,21 @@ if [ "$profile" = check ]; then
     need groff groff-base
     need man man-db
     need python3 python3
+    need strace strace # the first_clear step
     # the configure step runs Debian's own dh_auto_configure (native and cross)
     need dh_auto_configure debhelper
 fi
 
 [ -n "$list" ] && exit 0
-[ -z "$missing" ] && exit 0
+# The reference hypervisor's guests (Debian's cloud kernels and busybox,
+# by apt-get download into build/guests/; nothing when already there). A
+# failure is reported here and again by the guest step, which needs them.
+guests() {
+    [ "$profile" = check ] || return 0
+    (cd "$(dirname "$0")/.." && scripts/fetch-guests.sh) ||
+        echo "install-deps: the guests could not be fetched (the guest step will fail)" >&2
+}
+[ -z "$missing" ] && { guests; exit 0; }
 
 arm64=
 case $missing in *:arm64*) arm64=yes ;; esac
@@ -75,3 +86,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 # shellcheck disable=SC2086
 apt-get install -y -q $missing
+guests

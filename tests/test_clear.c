@@ -21,7 +21,9 @@
 #include <mmport/mmport.h>
 
 #include "atomic.h"
-#include "clear_impl.h"
+#include "clear_policy.h"
+#include "clear_span.h"
+#include "clear_tuning.h"
 #include "host.h"
 #include "mmp_test.h"
 
@@ -428,6 +430,31 @@ START_TEST(pool_reused_and_capped_at_affinity)
 END_TEST
 
 /* Spans cover the round exactly, in order, cut at 2 MiB / 1 GiB where large. */
+/* mmp_shutdown() joins the pool's threads; the next threaded clear starts them again. */
+START_TEST(shutdown_stops_the_pool_and_it_restarts)
+{
+    if (mmp_test_emulated())
+        MMP_SKIP("qemu-user's own threads show in /proc/self/task");
+    if (affinity_cpus() < 2)
+        MMP_SKIP("one CPU in the affinity mask: no pool to see");
+    struct gbuf g = gbuf_new(512 * PG);
+    long ids[512];
+    ck_assert_int_eq(mmp_shutdown(), 0); /* nothing started: nothing to do */
+    struct mmp_clear_opts o = {.threads = 2};
+    ck_assert_int_eq(mmp_clear(g.p, g.len, &o), 0);
+    ck_assert_uint_gt(task_ids(ids, 512), 0);
+    ck_assert_int_eq(mmp_shutdown(), 0);
+    ck_assert_uint_eq(task_ids(ids, 512), 0);
+    ck_assert_int_eq(mmp_shutdown(), 0); /* again: nothing left */
+    memset(g.p, PAT, g.len);
+    ck_assert_int_eq(mmp_clear(g.p, g.len, &o), 0);
+    check_gbuf(&g, g.len, "after shutdown");
+    ck_assert_uint_gt(task_ids(ids, 512), 0);
+    ck_assert_int_eq(mmp_shutdown(), 0);
+    gbuf_free(&g);
+}
+END_TEST
+
 START_TEST(spans_cut_at_huge_pages)
 {
     static const struct {
@@ -722,6 +749,92 @@ START_TEST(populate_refuses_what_cannot_be_backed)
 }
 END_TEST
 
+/* ---- mmp_clear_tune() under running clears ------------------------------- */
+
+struct swap_clearer {
+    volatile AO_t *stop;
+    unsigned char *p;
+    size_t len;
+    int bad;
+};
+
+/* Clears its own range at sizes around both thresholds until told to stop. */
+static void *swap_clear(void *arg)
+{
+    struct swap_clearer *c = arg;
+    static const size_t sizes[] = {4096, 64u << 10, 256u << 10, 1u << 20};
+    for (unsigned n = 0; !AO_load_acquire(c->stop); n++) {
+        size_t len = sizes[n % 4];
+        memset(c->p, PAT, len);
+        struct mmp_clear_opts o = {.hint = (enum mmp_clear_hint)(n % 3)};
+        if ((n & 4 ? mmp_clear(c->p, len, &o) : mmp_clear(c->p, len, NULL)) != 0 ||
+            first_not(c->p, len, 0) != len)
+            c->bad++;
+    }
+    return NULL;
+}
+
+/* A tuning file for this CPU in dir: hot kernel `hot`, cold_min cm. */
+static void swap_file(const char *dir, const char *hot, const char *cm)
+{
+    char path[512], cpu[128], text[512];
+    struct mmp_core_sink o = {cpu, sizeof cpu, 0};
+    mmp_core_clear_put_cpu(&o, mmp_cpu_features());
+    ck_assert_int_gt(mmp_core_clear_cache_path(dir, mmp_cpu_features(), path, sizeof path), 0);
+    snprintf(text, sizeof text, "%shot %s\ncold_min %s\n", cpu, hot, cm);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/*
+ * The policy in force changes under clears running on other threads (two
+ * files loaded in turn: no measuring): every clear succeeds and zeroes its
+ * range, and the policy read back is always one of the two (TSan: no race).
+ */
+START_TEST(tune_swaps_the_policy_under_running_clears)
+{
+    char a[] = "/tmp/mmport-swap-a-XXXXXX", b[] = "/tmp/mmport-swap-b-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(a));
+    ck_assert_ptr_nonnull(mkdtemp(b));
+    struct mmp_clear_policy table;
+    mmp_clear_policy_for(mmp_cpu_features(), &table);
+    const char *other = mmp_cpu_features()->arch == MMP_ARCH_X86_64 ? "unrolled"
+                        : mmp_cpu_features()->arch == MMP_ARCH_ARM64 ? "stp"
+                                                                     : "memset";
+    swap_file(a, other, "64K");
+    swap_file(b, table.hot, "1M");
+    volatile AO_t stop = 0;
+    struct swap_clearer c[2];
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        c[i] = (struct swap_clearer){&stop, mmap(NULL, 1u << 20, PROT_READ | PROT_WRITE,
+                                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), 1u << 20, 0};
+        ck_assert_ptr_ne(c[i].p, MAP_FAILED);
+        ck_assert_int_eq(pthread_create(&t[i], NULL, swap_clear, &c[i]), 0);
+    }
+    int rounds = mmp_test_slow() ? 20 : 200;
+    for (int r = 0; r < rounds; r++) {
+        ck_assert_int_eq(mmp_clear_tune(r & 1 ? b : a, 0), 0);
+        struct mmp_clear_policy p;
+        mmp_clear_policy(&p);
+        ck_assert_str_eq(p.hot, r & 1 ? table.hot : other);
+        ck_assert_uint_eq(p.cold_min, r & 1 ? 1u << 20 : 64u << 10);
+        ck_assert_ptr_nonnull(strstr(p.source, r & 1 ? b : a));
+    }
+    AO_store_release(&stop, 1);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_int_eq(c[i].bad, 0);
+        munmap(c[i].p, c[i].len);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", a, b);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* ---- policy, from fake CPUs ----------------------------------------------- */
 
 static struct mmp_cpu_features fake_x86(const char *vendor, uint32_t fam, uint32_t model,
@@ -806,26 +919,81 @@ START_TEST(policy_for_fake_cpus)
 }
 END_TEST
 
-START_TEST(policy_thresholds_from_llc)
+/*
+ * AUTO's threshold from the cache facts: one core's share of the LLC, cut
+ * to the row's bound, never below twice the L2 (mmp_clear_policy_for()).
+ */
+START_TEST(policy_thresholds_from_cache_sizes)
 {
+    const uint64_t M = 1u << 20;
     struct mmp_clear_policy p;
-    struct mmp_cpu_features f = fake_x86("AuthenticAMD", 0x1a, 0x02, X86_ALL, 32u << 20);
+    /* Zen 5 with its topology: 32 MiB CCX shared by 8 cores, 1 MiB L2 */
+    struct mmp_cpu_features f = fake_x86("AuthenticAMD", 0x1a, 0x02, X86_ALL, 32 * M);
+    f.llc_cores = 8, f.l2_bytes = 1 * M;
     mmp_clear_policy_for(&f, &p);
-    ck_assert_uint_eq(p.cold_min, 32u << 20);
-    ck_assert_str_eq(p.cold_min_from, "llc");
+    ck_assert_uint_eq(p.cold_min, 4 * M);
+    ck_assert_str_eq(p.cold_min_from, "cache");
+    /* the same CPU in a VM reporting the host socket's 508 MiB, no sharing count */
+    f.llc_bytes = 508 * M, f.llc_cores = 0;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 4 * M);
+    ck_assert_str_eq(p.cold_min_from, "cache-bound");
+    /* ... or a sharing count the hypervisor made up (2 vCPUs) */
+    f.llc_cores = 2;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 4 * M);
+    /* Emerald Rapids in a KVM guest: 260 MiB socket L3, 2 MiB L2 */
+    f = fake_x86("GenuineIntel", 6, 0xcf, X86_ALL, 260 * M);
+    f.l2_bytes = 2 * M, f.llc_cores = 1;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 4 * M); /* the L2 floor over the row's 2 MiB bound */
+    /* ... and on the host, leaf 4 saying 128 threads, 2 per core */
+    f.llc_cores = 64;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 4 * M);
+    /* a ring-L3 client row takes the whole LLC */
+    f = fake_x86("GenuineIntel", 6, 0xb7, X86_ALL, 36 * M);
+    f.l2_bytes = 2 * M, f.llc_cores = 16;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 32 * M); /* bounded to MMP_CORE_LLC_CORE_MAX */
+    f.llc_bytes = 24 * M;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 24 * M);
+    /* no row: the share, bounded to 32 MiB; a CPU without sharing count keeps its figure */
+    f = fake_x86("GenuineIntel", 6, 0x8c, X86_ALL, 12 * M);
+    f.l2_bytes = 1280u << 10, f.llc_cores = 4;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 3 * M);
+    f.llc_cores = 0;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 12 * M);
+    f.llc_bytes = 256 * M;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, MMP_CORE_LLC_CORE_MAX);
+    /* an L2 that is the last level (llc_cores 1): twice it */
+    f = fake_x86("GenuineIntel", 6, 0x0d, X86_ALL, 1 * M);
+    f.l2_bytes = 1 * M, f.llc_cores = 1;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 2 * M);
+    /* unknown sizes: the default; odd sizes round up to whole pages */
     f.llc_bytes = 0;
     mmp_clear_policy_for(&f, &p);
     ck_assert_str_eq(p.cold_min_from, "default");
-    ck_assert_uint_gt(p.cold_min, 0);
-    ck_assert_uint_eq(p.cold_min % PG, 0);
-    /* a row with a divisor */
+    ck_assert_uint_eq(p.cold_min, MMP_CORE_COLD_MIN_DEFAULT);
+    f.llc_bytes = 3 * M + 1, f.l2_bytes = 0, f.llc_cores = 1;
+    mmp_clear_policy_for(&f, &p);
+    ck_assert_uint_eq(p.cold_min, 3 * M + PG);
+    /* every row's bound holds for a CPU of the row claiming a huge LLC */
     for (size_t i = 0; i < mmp_core_clear_nquirks; i++) {
         const struct mmp_core_clear_quirk *q = &mmp_core_clear_quirks[i];
-        if (q->arch != MMP_ARCH_X86_64 || q->llc_div <= 1)
-            continue;
-        f = fake_x86(q->vendor, q->fam_lo, q->model_lo, X86_ALL, 100u << 20);
+        f = (struct mmp_cpu_features){.arch = q->arch, .family = q->fam_lo, .model = q->model_lo,
+                                      .midr = q->midr_val, .llc_bytes = 4096 * M};
+        snprintf(f.vendor, sizeof f.vendor, "%s", q->vendor);
         mmp_clear_policy_for(&f, &p);
-        ck_assert_uint_eq(p.cold_min, ((100u << 20) / q->llc_div + PG - 1) / PG * PG);
+        ck_assert_str_eq(p.quirk, q->name);
+        uint64_t max = q->llc_core_max ? q->llc_core_max : MMP_CORE_LLC_CORE_MAX;
+        ck_assert_uint_eq(p.cold_min, (max + PG - 1) / PG * PG);
+        ck_assert_str_eq(p.cold_min_from, "cache-bound");
     }
 }
 END_TEST
@@ -1158,6 +1326,8 @@ Suite *mmp_suite_clear(void)
     MMP_ADD(s, zeroes_visible_to_acquirer);
     MMP_ADD(s, stats_count_calls_and_bytes);
     MMP_ADD(s, pool_reused_and_capped_at_affinity);
+    MMP_ADD(s, shutdown_stops_the_pool_and_it_restarts);
+    MMP_ADD(s, tune_swaps_the_policy_under_running_clears);
     MMP_ADD(s, spans_cut_at_huge_pages);
     MMP_ADD(s, numa_placement_restores_the_caller);
     MMP_ADD(s, numa_placement_follows_the_node_of_the_memory);
@@ -1165,7 +1335,7 @@ Suite *mmp_suite_clear(void)
     MMP_ADD(s, populate_makes_fresh_and_dirty_pages_resident_and_zero);
     MMP_ADD(s, populate_refuses_what_cannot_be_backed);
     MMP_ADD(s, policy_for_fake_cpus);
-    MMP_ADD(s, policy_thresholds_from_llc);
+    MMP_ADD(s, policy_thresholds_from_cache_sizes);
     MMP_ADD(s, policy_honours_every_quirk_row);
     MMP_ADD(s, env_cold_min_switches_auto);
     MMP_ADD(s, env_forces_kernel);

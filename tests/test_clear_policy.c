@@ -11,13 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <mmport/mmport.h>
 
-#include "clear_impl.h"
+#include "clear_measure.h"
+#include "clear_tuning.h"
 #include "mmp_test.h"
 
 /* Runs fn(arg) in a child process (fresh environment state); fails the test if fn fails. */
@@ -350,14 +353,7 @@ START_TEST(calibrate_zeroes_the_tail)
 }
 END_TEST
 
-/* ---- trust but verify: the per-CPU-model file ----------------------------------- */
-
-static char cache_dir[] = "/tmp/mmport-cache-XXXXXX";
-
-static void cache_path(char *path, size_t cap)
-{
-    ck_assert_int_gt(mmp_core_clear_cache_path(mmp_cpu_features(), path, cap), 0);
-}
+/* ---- measuring only when asked: mmp_clear_tune() and the cache file ------------ */
 
 static void policy_child(const void *arg)
 {
@@ -368,54 +364,255 @@ static void policy_child(const void *arg)
                  p.source, want);
 }
 
-START_TEST(first_use_measures_once_and_caches_per_cpu)
+/* A fresh directory under /tmp for one test (removed by rm_tree). */
+static void tmp_dir(char *dir, size_t cap)
 {
-    char path[512];
-    cache_path(path, sizeof path);
-    ck_assert_ptr_nonnull(strstr(path, cache_dir));
-    unlink(path);
-    /* measured on every CPU, a quirk row or not (a row is the first guess) */
-    setenv("MMPORT_CLEAR_VERIFY", "1", 1);
-    in_child("first use", policy_child, "measured at first use, cached in ");
+    snprintf(dir, cap, "/tmp/mmport-tune-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void rm_tree(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Entries of a directory other than . and .. (-1 if it cannot be opened). */
+static int entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static void read_text(const char *path, char *text, size_t cap)
+{
     FILE *f = fopen(path, "r");
     ck_assert_ptr_nonnull(f);
-    char text[4096];
-    size_t n = fread(text, 1, sizeof text - 1, f);
+    size_t n = fread(text, 1, cap - 1, f);
     fclose(f);
     text[n] = '\0';
+}
+
+/* A hand-written file for this CPU: hot unrolled/stp/memset, cold_min 64 KiB. */
+static const char *hand_hot(void)
+{
+    switch (mmp_cpu_features()->arch) {
+    case MMP_ARCH_X86_64: return "unrolled";
+    case MMP_ARCH_ARM64: return "stp";
+    default: return "memset";
+    }
+}
+
+static void hand_file(const char *path)
+{
+    char line[128], text[512];
+    cpu_line(line, sizeof line);
+    snprintf(text, sizeof text, "# written by hand\n%shot %s\ncold_min 64K\n", line, hand_hot());
+    write_text(path, text);
+}
+
+struct tune_case {
+    const char *dir;
+    unsigned flags;
+    int rc;             /* mmp_clear_tune()'s return */
+    const char *source; /* prefix of policy.source after it */
+    bool hand;          /* the hand-written file is in force */
+};
+
+static void tune_child(const void *arg)
+{
+    const struct tune_case *c = arg;
+    struct mmp_clear_policy before, after;
+    mmp_clear_policy(&before);
+    int rc = mmp_clear_tune(c->dir, c->flags);
+    mmp_clear_policy(&after);
+    CHILD_ASSERT(rc == c->rc, "mmp_clear_tune(%s, %u): %d, want %d", c->dir ? c->dir : "NULL",
+                 c->flags, rc, c->rc);
+    if (rc) /* a failed call changes nothing */
+        CHILD_ASSERT(strcmp(after.source, before.source) == 0 &&
+                         after.cold_min == before.cold_min && strcmp(after.hot, before.hot) == 0,
+                     "failed call changed the policy to '%s'", after.source);
+    CHILD_ASSERT(strncmp(after.source, c->source, strlen(c->source)) == 0,
+                 "source '%s', want '%s...'", after.source, c->source);
+    CHILD_ASSERT(!c->hand || (strcmp(after.hot, hand_hot()) == 0 && after.cold_min == 65536 &&
+                              strcmp(after.cold_min_from, "tuning") == 0),
+                 "hand file not applied: hot %s cold_min %llu", after.hot,
+                 (unsigned long long)after.cold_min);
+    if (!rc && c->source[0] == 'm') /* measured: kernels this CPU runs, cold_min from it */
+        CHILD_ASSERT(strcmp(after.cold_min_from, "tuning") == 0, "cold_min from %s",
+                     after.cold_min_from);
+    /* clearing still works with the new policy */
+    unsigned char *p = mmap(NULL, 64 * 4096, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(p, 0xa5, 64 * 4096);
+    CHILD_ASSERT(mmp_clear_pages(p, 64) == 0, "clear after tune");
+    for (size_t i = 0; i < 64 * 4096; i++)
+        CHILD_ASSERT(p[i] == 0, "byte %zu not cleared", i);
+}
+
+/* Errors change nothing, create nothing; a file in the directory is loaded, not measured. */
+START_TEST(tune_loads_or_refuses_without_measuring)
+{
+    char dir[64], sub[128], path[512], deep[192], text[4096];
+    tmp_dir(dir, sizeof dir);
+    snprintf(sub, sizeof sub, "%s/cache", dir);
+    snprintf(deep, sizeof deep, "%s/no/such", dir);
+    char longdir[600];
+    memset(longdir, 'a', sizeof longdir - 1);
+    longdir[0] = '/';
+    longdir[sizeof longdir - 1] = '\0';
+    const struct tune_case bad[] = {
+        {dir, 2, -MMP_EINVAL, "table", false},
+        {"", 0, -MMP_EINVAL, "table", false},
+        {longdir, 0, -MMP_ERANGE, "table", false},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        in_child("bad arguments", tune_child, &bad[i]);
+    ck_assert_int_eq(entries(dir), 0);
+    /* a file there: loaded, hot and cold_min from it, nothing written */
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
+    ck_assert_int_gt(mmp_core_clear_cache_path(sub, mmp_cpu_features(), path, sizeof path), 0);
+    hand_file(path);
+    in_child("load", tune_child, &(struct tune_case){sub, 0, 0, "cached file ", true});
+    read_text(path, text, sizeof text);
+    ck_assert_ptr_nonnull(strstr(text, "# written by hand\n"));
+    ck_assert_int_eq(entries(sub), 1);
+    /* MMPORT_CACHE_DIR at first use: the same file, read only */
+    setenv("MMPORT_CACHE_DIR", sub, 1);
+    in_child("MMPORT_CACHE_DIR", tune_child, &(struct tune_case){bad[0].dir, 2, -MMP_EINVAL,
+                                                                   "cached file ", true});
+    /* a broken one is reported at first use and not applied */
+    write_text(path, "cpu x86_64\n");
+    in_child("broken file", policy_child, "table (cached file ");
+    unlink(path);
+    in_child("no file", policy_child, "table (no cached file ");
+    unsetenv("MMPORT_CACHE_DIR");
+    /* a directory whose parent is missing: nothing created, -ENOENT (measuring first) */
+    if (!mmp_test_slow()) {
+        in_child("parent missing", tune_child,
+                 &(struct tune_case){deep, 0, -MMP_ENOENT, "table", false});
+        struct stat st;
+        ck_assert_int_ne(stat(deep, &st), 0);
+        snprintf(text, sizeof text, "%s/no", dir);
+        ck_assert_int_ne(stat(text, &st), 0);
+    }
+    rm_tree(dir);
+}
+END_TEST
+
+/* MMPORT_CLEAR_COLD_MIN wins over a loaded file; checked in a child. */
+static void env_wins_child(const void *arg)
+{
+    (void)arg;
+    struct mmp_clear_policy p;
+    mmp_clear_policy(&p);
+    CHILD_ASSERT(p.cold_min == (1u << 20) && strcmp(p.cold_min_from, "env") == 0,
+                 "cold_min %llu from %s", (unsigned long long)p.cold_min, p.cold_min_from);
+    CHILD_ASSERT(mmp_clear_tune(getenv("MMPORT_CACHE_DIR"), 0) == 0, "tune");
+    mmp_clear_policy(&p);
+    CHILD_ASSERT(p.cold_min == (1u << 20) && strcmp(p.cold_min_from, "env") == 0,
+                 "after tune: cold_min %llu from %s", (unsigned long long)p.cold_min,
+                 p.cold_min_from);
+    CHILD_ASSERT(strcmp(p.hot, hand_hot()) == 0, "hot %s", p.hot);
+}
+
+START_TEST(tune_keeps_the_environment_overrides)
+{
+    char dir[64], path[512];
+    tmp_dir(dir, sizeof dir);
+    ck_assert_int_gt(mmp_core_clear_cache_path(dir, mmp_cpu_features(), path, sizeof path), 0);
+    hand_file(path);
+    setenv("MMPORT_CACHE_DIR", dir, 1);
+    setenv("MMPORT_CLEAR_COLD_MIN", "1M", 1);
+    in_child("env and tune", env_wins_child, NULL);
+    unsetenv("MMPORT_CLEAR_COLD_MIN");
+    unsetenv("MMPORT_CACHE_DIR");
+    rm_tree(dir);
+}
+END_TEST
+
+/* Measuring: only in mmp_clear_tune(); the file written, created one level deep, reused. */
+START_TEST(tune_measures_and_caches_when_asked)
+{
+    if (mmp_test_slow())
+        MMP_SKIP("measures real clearing speed (64 MiB rounds): minutes under qemu-user or "
+                 "valgrind, and meaningless there");
+    char dir[64], sub[128], path[512], text[8192];
+    tmp_dir(dir, sizeof dir);
+    snprintf(sub, sizeof sub, "%s/cache", dir);
+    /* measure, keep nothing */
+    in_child("measure", tune_child,
+             &(struct tune_case){NULL, 0, 0, "measured by mmp_clear_tune()", false});
+    ck_assert_int_eq(entries(dir), 0);
+    /* measure into a directory that does not exist yet: created, file written */
+    in_child("measure and cache", tune_child,
+             &(struct tune_case){sub, 0, 0, "measured by mmp_clear_tune(), cached in ", false});
+    ck_assert_int_gt(mmp_core_clear_cache_path(sub, mmp_cpu_features(), path, sizeof path), 0);
+    read_text(path, text, sizeof text);
     char line[128];
     cpu_line(line, sizeof line);
     ck_assert_ptr_nonnull(strstr(text, line));
     ck_assert_ptr_nonnull(strstr(text, "\nhot "));
     ck_assert_ptr_nonnull(strstr(text, "\ncold "));
     ck_assert_ptr_nonnull(strstr(text, "\ncold_min "));
-    in_child("second use", policy_child, "cached file ");
-    /* a broken file is reported and replaced by a new measurement */
-    f = fopen(path, "a");
-    fputs("bogus line\n", f);
-    fclose(f);
-    in_child("broken file", policy_child, "measured at first use");
-    in_child("replaced", policy_child, "cached file ");
-    /* measuring off: the table */
-    unlink(path);
-    setenv("MMPORT_CLEAR_VERIFY", "0", 1);
-    in_child("verify off", policy_child, "table");
-    ck_assert_int_ne(access(path, F_OK), 0);
-    /* a file written there (mmport tune does) is loaded */
-    const char *hot = mmp_cpu_features()->arch == MMP_ARCH_ARM64 ? "stp" : "memset";
-    if (mmp_cpu_features()->arch == MMP_ARCH_X86_64)
-        hot = "unrolled";
-    snprintf(text, sizeof text, "%shot %s\n", line, hot);
-    f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-    in_child("tune's file", policy_child, "cached file ");
-    /* MMPORT_TUNING wins over it */
-    setenv("MMPORT_TUNING", "/nonexistent/tuning", 1);
-    in_child("MMPORT_TUNING", policy_child, "table (tuning ignored: cannot read");
-    unsetenv("MMPORT_TUNING");
-    unlink(path);
+    ck_assert_int_eq(entries(sub), 1); /* no temporary left */
+    /* loaded next time */
+    in_child("cached", tune_child, &(struct tune_case){sub, 0, 0, "cached file ", false});
+    /* AGAIN measures over a good file and replaces it; a broken file is replaced too */
+    hand_file(path);
+    in_child("again", tune_child,
+             &(struct tune_case){sub, MMP_CLEAR_TUNE_AGAIN, 0, "measured by", false});
+    read_text(path, text, sizeof text);
+    ck_assert_ptr_null(strstr(text, "# written by hand"));
+    write_text(path, "bogus\n");
+    in_child("broken", tune_child, &(struct tune_case){sub, 0, 0, "measured by", false});
+    read_text(path, text, sizeof text);
+    ck_assert_ptr_nonnull(strstr(text, "\ncold_min "));
+    rm_tree(dir);
+}
+END_TEST
+
+/* The default first clear reads and writes no file: no cache directory appears in HOME. */
+static void default_child(const void *arg)
+{
+    (void)arg;
+    unsigned char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                            -1, 0);
+    CHILD_ASSERT(mmp_clear_pages(p, 1) == 0, "clear");
+    struct mmp_clear_policy pol;
+    mmp_clear_policy(&pol);
+    CHILD_ASSERT(strcmp(pol.source, "table") == 0, "source %s", pol.source);
+}
+
+START_TEST(default_policy_touches_no_file)
+{
+    char home[64];
+    tmp_dir(home, sizeof home);
+    const char *old_home = getenv("HOME");
+    char saved[512];
+    snprintf(saved, sizeof saved, "%s", old_home ? old_home : "");
+    setenv("HOME", home, 1);
+    unsetenv("XDG_CACHE_HOME");
+    in_child("default clear", default_child, NULL);
+    ck_assert_int_eq(entries(home), 0);
+    if (old_home)
+        setenv("HOME", saved, 1);
+    rm_tree(home);
 }
 END_TEST
 
@@ -589,22 +786,9 @@ END_TEST
 
 Suite *mmp_suite_clear_policy(void)
 {
-    /*
-     * Every test process of this run keeps its first-use measurement in a
-     * directory of its own, not the user's ~/.cache/mmport (set before any
-     * test forks; a run that sets MMPORT_CACHE_DIR keeps it).
-     */
-    /*
-     * Measuring at first use (tens of ms of stores; long under valgrind and
-     * qemu) is off for the other suites, which then use the table; the
-     * first-use test turns it on for its own children.
-     */
-    if (!getenv("MMPORT_CLEAR_VERIFY"))
-        setenv("MMPORT_CLEAR_VERIFY", "0", 1);
-    if (!getenv("MMPORT_CACHE_DIR") && mkdtemp(cache_dir))
-        setenv("MMPORT_CACHE_DIR", cache_dir, 1);
-    else if (getenv("MMPORT_CACHE_DIR"))
-        snprintf(cache_dir, sizeof cache_dir, "%s", getenv("MMPORT_CACHE_DIR"));
+    /* The environment decides what the policy reads: start from none of it. */
+    unsetenv("MMPORT_TUNING");
+    unsetenv("MMPORT_CACHE_DIR");
     Suite *s = suite_create("clear_policy");
     MMP_ADD(s, tuner_file_with_cold_never_loads);
     MMP_ADD(s, tuning_file_read_whole);
@@ -613,7 +797,10 @@ Suite *mmp_suite_clear_policy(void)
     MMP_ADD(s, sizes_parse_strictly);
     MMP_ADD(s, env_refusals_reported);
     MMP_ADD(s, calibrate_zeroes_the_tail);
-    MMP_ADD(s, first_use_measures_once_and_caches_per_cpu);
+    MMP_ADD(s, default_policy_touches_no_file);
+    MMP_ADD(s, tune_loads_or_refuses_without_measuring);
+    MMP_ADD(s, tune_keeps_the_environment_overrides);
+    MMP_ADD(s, tune_measures_and_caches_when_asked);
     MMP_ADD(s, quirk_rows_match_the_cpus_they_name);
     MMP_ADD(s, verification_respects_every_row);
     MMP_ADD(s, verification_checks_the_threshold);

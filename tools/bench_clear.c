@@ -19,7 +19,7 @@
 
 #include <mmport/mmport.h>
 
-#include "clear_impl.h"
+#include "clear_kernels.h"
 #include "cli.h"
 #include "plot_svg.h"
 #include "progress.h"

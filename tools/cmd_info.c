@@ -86,6 +86,12 @@ static void print_table(const struct mmp_cpu_features *f)
                f->llc_source);
     else
         printf("  %-16s unknown\n", "last-level cache");
+    if (f->llc_cores)
+        printf("  %-16s %u\n", "cores sharing it", f->llc_cores);
+    else
+        printf("  %-16s unknown\n", "cores sharing it");
+    if (f->l2_bytes)
+        printf("  %-16s %" PRIu64 " KiB\n", "l2 per core", f->l2_bytes >> 10);
 }
 
 static void json_or_null(const char *s)
@@ -114,6 +120,7 @@ static void print_json(const struct mmp_cpu_features *f)
     cli_json_hex(stdout, f->hwcap2);
     printf(", \"llc_bytes\": %" PRIu64 ", \"llc_source\": ", f->llc_bytes);
     cli_json_string(stdout, f->llc_source);
+    printf(", \"llc_cores\": %u, \"l2_bytes\": %" PRIu64, f->llc_cores, f->l2_bytes);
     printf(", \"features\": [");
     print_flags(stdout, f->flags, true);
     printf("]}");
@@ -201,7 +208,8 @@ const struct cli_command cli_cmd_info = {
     .usage = "usage: mmport info [-j|--json]\n\n"
              "Prints the CPU as mmport sees it: vendor and model (x86 CPUID or arm64\n"
              "MIDR_EL1), the feature bits that choose clearing kernels, the DC ZVA block\n"
-             "size (arm64) and the last-level cache size with its source; then every\n"
+             "size (arm64), the last-level cache size with its source, the cores\n"
+             "sharing it and the L2 per core; then every\n"
              "clearing kernel with its availability and the clearing policy in force\n"
              "(hot and cold kernel, AUTO threshold, quirk row matched).\n\n"
              "  -j, --json  one JSON object instead of the table (\"cpu\", \"clear_kernels\",\n"

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "arch.h"
-#include "clear_impl.h"
+#include "clear_kernels.h"
 
 static inline void store_fence(void)
 {

@@ -7,7 +7,7 @@
  * with exactly one SFENCE, so the zeroes are ordered before later stores.
  */
 #include "arch.h"
-#include "clear_impl.h"
+#include "clear_kernels.h"
 
 /* rep stosb: fast strings with ERMS (Intel SDM vol. 1 7.3.9.3). */
 static int k_rep_stosb(void *addr, size_t len)

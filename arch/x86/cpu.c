@@ -23,13 +23,16 @@
 #define XCR0_ZMM 0xe6u
 
 /*
- * Size of the largest cache reported by a deterministic cache-parameters
- * leaf (Intel leaf 4, AMD leaf 0x8000001D share the layout):
- * ways * partitions * line * sets, each field stored minus one.
+ * The caches a deterministic cache-parameters leaf describes (Intel leaf 4,
+ * AMD leaf 0x8000001D: the same layout): the last level (highest level,
+ * data or unified), the L2, and the logical CPUs sharing each
+ * (EAX[25:14] + 1). Size = ways * partitions * line * sets, each field
+ * stored minus one. False if the leaf describes nothing.
  */
-static uint64_t largest_cache(uint32_t leaf)
+static bool cache_leaf(uint32_t leaf, struct mmp_cpu_features *f)
 {
-    uint64_t best = 0;
+    unsigned top = 0;
+    uint32_t llc_share = 0, l2_share = 0;
     for (uint32_t i = 0; i < 16; i++) {
         struct x86_regs r = x86_cpuid(leaf, i);
         uint32_t type = r.a & 0x1f;
@@ -37,35 +40,50 @@ static uint64_t largest_cache(uint32_t leaf)
             break;
         if (type == 2) /* instruction cache */
             continue;
+        unsigned level = (r.a >> 5) & 7;
+        uint32_t share = ((r.a >> 14) & 0xfff) + 1;
         uint64_t ways = ((r.b >> 22) & 0x3ff) + 1;
         uint64_t parts = ((r.b >> 12) & 0x3ff) + 1;
         uint64_t line = (r.b & 0xfff) + 1;
         uint64_t sets = (uint64_t)r.c + 1;
         uint64_t size = ways * parts * line * sets;
-        if (size > best)
-            best = size;
+        if (level == 2)
+            f->l2_bytes = size, l2_share = share;
+        if (level > top || (level == top && size > f->llc_bytes))
+            top = level, f->llc_bytes = size, llc_share = share;
     }
-    return best;
+    if (!top)
+        return false;
+    /* cores = CPUs sharing the LLC / CPUs sharing one core's L2 (its threads) */
+    if (top == 2)
+        f->llc_cores = 1;
+    else if (l2_share && llc_share >= l2_share)
+        f->llc_cores = llc_share / l2_share;
+    return true;
 }
 
-static void detect_llc(struct mmp_cpu_features *f, uint32_t max_leaf, uint32_t max_ext)
+static void detect_caches(struct mmp_cpu_features *f, uint32_t max_leaf, uint32_t max_ext)
 {
     bool amd = f->vendor[0] == 'A' || f->vendor[0] == 'H'; /* AuthenticAMD, HygonGenuine */
-    uint64_t llc = 0;
+    bool found = false;
     if (!amd && max_leaf >= 4)
-        llc = largest_cache(4);
+        found = cache_leaf(4, f);
     if (amd && max_ext >= 0x8000001d && (x86_cpuid(0x80000001, 0).c & (1u << 22)))
-        llc = largest_cache(0x8000001d); /* TOPOEXT */
-    if (!llc && max_ext >= 0x80000006) {
+        found = cache_leaf(0x8000001d, f); /* TOPOEXT */
+    if (max_ext >= 0x80000006) {
+        /* L2 (both vendors) and L3 (AMD) sizes, without sharing counts */
         struct x86_regs r = x86_cpuid(0x80000006, 0);
         uint64_t l3 = (uint64_t)(r.d >> 18) * 512 * 1024;
         uint64_t l2 = (uint64_t)(r.c >> 16) * 1024;
-        llc = l3 ? l3 : l2;
+        if (!f->l2_bytes)
+            f->l2_bytes = l2;
+        if (!found) {
+            f->llc_bytes = l3 ? l3 : l2;
+            f->llc_cores = l3 ? 0 : 1; /* an L2 is one core's */
+        }
     }
-    if (llc) {
-        f->llc_bytes = llc;
+    if (f->llc_bytes)
         f->llc_source = "cpuid";
-    }
 }
 
 void mmp_arch_cpu_detect(struct mmp_cpu_features *f)
@@ -120,5 +138,5 @@ void mmp_arch_cpu_detect(struct mmp_cpu_features *f)
         flags |= MMP_CPU_REP_GOOD;
 
     f->flags = flags;
-    detect_llc(f, max_leaf, max_ext);
+    detect_caches(f, max_leaf, max_ext);
 }

@@ -61,11 +61,10 @@ int mmp_host_write_file(const char *path, const char *text, size_t len)
     if (n >= sizeof dir)
         return -MMP_ENOENT;
     memcpy(dir, path, n + 1);
-    /* mkdir -p of the directory: existing ones are fine, a failure shows at open() */
-    for (char *s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = '\0';
-        mkdir(dir, 0755);
-        *s = '/';
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        mkdir(dir, 0755); /* the file's own directory only: exists, or fails at open() */
     }
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -81,22 +80,6 @@ int mmp_host_write_file(const char *path, const char *text, size_t len)
     if (!ok)
         unlink(tmp);
     return ok ? 0 : -MMP_ENOENT;
-}
-
-int mmp_host_cache_path(const char *name, char *path, size_t cap)
-{
-    const char *d = secure_getenv("MMPORT_CACHE_DIR"), *x = secure_getenv("XDG_CACHE_HOME");
-    const char *h = secure_getenv("HOME");
-    int n;
-    if (d && *d)
-        n = snprintf(path, cap, "%s/%s", d, name);
-    else if (x && *x)
-        n = snprintf(path, cap, "%s/mmport/%s", x, name);
-    else if (h && *h)
-        n = snprintf(path, cap, "%s/.cache/mmport/%s", h, name);
-    else
-        return -MMP_ENOSYS;
-    return n < 0 || (size_t)n >= cap ? -MMP_ERANGE : n;
 }
 
 void *mmp_host_scratch(size_t len)
@@ -133,10 +116,11 @@ unsigned mmp_host_cpus(void)
 
 /*
  * The pool: workers started on demand (never more than the CPUs less the
- * caller), parked on a condition variable between jobs, alive until the
- * process ends. One job at a time (pool_busy); everything else under
- * pool_lock, which also orders the workers' stores before the caller's
- * return. A forked child starts with an empty pool.
+ * caller), parked on a condition variable between jobs, alive until
+ * mmp_shutdown() stops and joins them (or the process ends). One job at a
+ * time (pool_busy); everything else under pool_lock, which also orders the
+ * workers' stores before the caller's return. A forked child starts with
+ * an empty pool.
  */
 #define POOL_MAX 255
 static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER;
@@ -145,6 +129,8 @@ static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t pool_done = PTHREAD_COND_INITIALIZER;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 static unsigned pool_workers;
+static pthread_t pool_thread[POOL_MAX];
+static bool pool_stop;
 static struct {
     void (*fn)(void *arg, unsigned i);
     void *arg;
@@ -171,10 +157,13 @@ static void *worker(void *unused)
     (void)unused;
     pthread_mutex_lock(&pool_lock);
     for (;;) {
-        while (job.next >= job.n)
+        while (job.next >= job.n && !pool_stop)
             pthread_cond_wait(&pool_wake, &pool_lock);
+        if (pool_stop)
+            break;
         take_indices();
     }
+    pthread_mutex_unlock(&pool_lock);
     return NULL;
 }
 
@@ -186,6 +175,7 @@ static void pool_after_fork(void)
     pthread_cond_init(&pool_wake, NULL);
     pthread_cond_init(&pool_done, NULL);
     pool_workers = 0;
+    pool_stop = false;
     job.n = job.next = job.left = 0;
 }
 
@@ -200,15 +190,10 @@ static void pool_grow(unsigned want)
     want = want > POOL_MAX ? POOL_MAX : want;
     while (pool_workers < want) {
         pthread_t t;
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        int rc = pthread_create(&t, &at, worker, NULL);
-        pthread_attr_destroy(&at);
-        if (rc)
+        if (pthread_create(&t, NULL, worker, NULL))
             break; /* fewer workers; the caller takes what they leave */
         pthread_setname_np(t, "mmport-clear"); /* visible in top -H, ps -L */
-        pool_workers++;
+        pool_thread[pool_workers++] = t;
     }
 }
 
@@ -234,6 +219,29 @@ void mmp_host_run_parallel(unsigned n, void (*fn)(void *arg, unsigned i), void *
         pthread_cond_wait(&pool_done, &pool_lock);
     job.n = job.next = 0;
     pthread_mutex_unlock(&pool_lock);
+    pthread_mutex_unlock(&pool_busy);
+}
+
+bool mmp_host_pool_hold(void)
+{
+    pthread_once(&pool_once, pool_init);
+    return pthread_mutex_trylock(&pool_busy) == 0;
+}
+
+void mmp_host_pool_end(bool stop)
+{
+    if (stop) {
+        pthread_mutex_lock(&pool_lock);
+        pool_stop = true;
+        pthread_cond_broadcast(&pool_wake);
+        pthread_mutex_unlock(&pool_lock);
+        for (unsigned i = 0; i < pool_workers; i++)
+            pthread_join(pool_thread[i], NULL);
+        pthread_mutex_lock(&pool_lock);
+        pool_workers = 0;
+        pool_stop = false;
+        pthread_mutex_unlock(&pool_lock);
+    }
     pthread_mutex_unlock(&pool_busy);
 }
 

@@ -24,7 +24,7 @@ _Static_assert(sizeof(AO_t) * 2 + sizeof(void *) + sizeof(unsigned) <= 64, "reco
 struct rec {
     volatile AO_t active; /* 0 = outside, else the epoch entered */
     volatile AO_t used;   /* owned by a live thread */
-    struct rec *next;     /* registry: records are never freed, reused at thread exit */
+    struct rec *next;     /* registry: reused at thread exit, freed by mmp_shutdown() */
     unsigned depth;       /* nesting (owner only) */
 };
 
@@ -38,13 +38,17 @@ struct node {
 };
 
 static volatile AO_t epoch = 1;
-static volatile AO_t registry; /* struct rec *, push-only */
+static volatile AO_t registry; /* struct rec *, push-only until mmp_shutdown() */
+/* Bumped by mmp_shutdown(): a thread's record from an older generation is gone. */
+static volatile AO_t generation = 1;
 static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct node *retired;
 static unsigned nretired;
+static pthread_mutex_t key_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t rec_key;
-static pthread_once_t rec_once = PTHREAD_ONCE_INIT;
+static bool rec_key_made;
 static _Thread_local struct rec *self;
+static _Thread_local AO_t self_generation;
 
 static void rec_exit(void *p)
 {
@@ -53,16 +57,14 @@ static void rec_exit(void *p)
     AO_store_release(&r->used, 0);
 }
 
-static void rec_key_init(void)
-{
-    (void)pthread_key_create(&rec_key, rec_exit);
-}
-
 static struct rec *rec_get(void)
 {
-    if (self)
+    if (self && self_generation == AO_load(&generation))
         return self;
-    pthread_once(&rec_once, rec_key_init);
+    pthread_mutex_lock(&key_lock);
+    if (!rec_key_made)
+        rec_key_made = pthread_key_create(&rec_key, rec_exit) == 0;
+    pthread_mutex_unlock(&key_lock);
     struct rec *r;
     for (r = (struct rec *)AO_load_acquire(&registry); r; r = r->next)
         if (!AO_load(&r->used) && AO_compare_and_swap_full(&r->used, 0, 1))
@@ -82,6 +84,7 @@ static struct rec *rec_get(void)
     }
     pthread_setspecific(rec_key, r);
     self = r;
+    self_generation = AO_load(&generation);
     return r;
 }
 
@@ -186,4 +189,31 @@ void mmp_host_epoch_drain(void)
     }
     free_old(AO_load_full(&epoch));
     pthread_mutex_unlock(&retired_lock);
+}
+
+int mmp_host_epoch_release(void)
+{
+    pthread_mutex_lock(&retired_lock);
+    for (struct rec *r = (struct rec *)AO_load_acquire(&registry); r; r = r->next)
+        if (AO_load_full(&r->active)) {
+            pthread_mutex_unlock(&retired_lock);
+            return -MMP_EBUSY;
+        }
+    /* No section is running: every retired page is out of every reader's reach. */
+    free_old(~(AO_t)0);
+    struct rec *r = (struct rec *)AO_load(&registry);
+    AO_store(&registry, 0);
+    while (r) {
+        struct rec *next = r->next;
+        free(r);
+        r = next;
+    }
+    AO_fetch_and_add1(&generation); /* every thread registers again at its next section */
+    self = NULL;
+    pthread_mutex_lock(&key_lock);
+    if (rec_key_made) /* no exit-time destructor for the freed records */
+        rec_key_made = pthread_key_delete(rec_key) != 0;
+    pthread_mutex_unlock(&key_lock);
+    pthread_mutex_unlock(&retired_lock);
+    return 0;
 }

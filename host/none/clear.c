@@ -22,12 +22,6 @@ int mmp_host_write_file(const char *path, const char *text, size_t len)
     return -MMP_ENOSYS;
 }
 
-int mmp_host_cache_path(const char *name, char *path, size_t cap)
-{
-    (void)name, (void)path, (void)cap;
-    return -MMP_ENOSYS;
-}
-
 void *mmp_host_scratch(size_t len)
 {
     (void)len;
@@ -55,6 +49,17 @@ void mmp_host_run_parallel(unsigned n, void (*fn)(void *arg, unsigned i), void *
 {
     for (unsigned i = 0; i < n; i++)
         fn(arg, i);
+}
+
+/* No pool: nothing to stop. */
+bool mmp_host_pool_hold(void)
+{
+    return true;
+}
+
+void mmp_host_pool_end(bool stop)
+{
+    (void)stop;
 }
 
 void mmp_host_place_near(const void *addr)

@@ -47,3 +47,7 @@ void mmp_host_epoch_retire(void (*free_table)(void *, void *, uint64_t, size_t),
 void mmp_host_epoch_drain(void)
 {
 }
+int mmp_host_epoch_release(void)
+{
+    return 0;
+}

@@ -23,15 +23,27 @@
  * wins; otherwise the policy (mmp_clear_policy()) gives one "hot" kernel
  * (cache-allocating stores, for memory used soon) and one "cold" kernel
  * (non-temporal stores, CLZERO or DC ZVA, for memory not touched soon);
- * MMP_CLEAR_AUTO uses the cold kernel from policy.cold_min bytes up
- * (derived from the last-level cache size). MMPORT_CLEAR_COLD_MIN=<bytes>
- * (decimal, optional K/M/G suffix) and a tuning file named by
- * MMPORT_TUNING=<path> (written by `mmport tune`; at most 16 KiB, applied
- * whole or not at all) override the defaults; what was refused and why is
- * in mmp_clear_policy() (`mmport info` shows it). Environment and tuning file are
- * read once, at the first call of mmp_clear(), mmp_clear_pages(),
- * mmp_clear_kernels() or mmp_clear_policy(); a bad MMPORT_CLEAR makes every
+ * MMP_CLEAR_AUTO uses the cold kernel from policy.cold_min bytes up. The
+ * policy comes from facts: CPUID or the ID registers, the quirk table and
+ * the cache sizes (cold_min: one core's share of the last-level cache,
+ * never below twice its L2; see mmp_clear_policy_for()). Nothing is
+ * measured unless the caller asks (mmp_clear_tune(), mmp_clear_calibrate(),
+ * `mmport tune`), and files are read only where a variable names them:
+ * MMPORT_TUNING=<file> (a tuning file from `mmport tune`; at most 16 KiB,
+ * applied whole or not at all) or MMPORT_CACHE_DIR=<dir> (the per-CPU-model
+ * file that `mmport tune` or mmp_clear_tune() wrote there, if any).
+ * MMPORT_CLEAR_COLD_MIN=<bytes> (decimal, optional K/M/G suffix) overrides
+ * cold_min. What was refused and why is in mmp_clear_policy() (`mmport
+ * info` shows it). The environment is read once, at the first call of
+ * mmp_clear(), mmp_clear_pages(), mmp_clear_populate(), mmp_clear_kernels(),
+ * mmp_clear_policy() or mmp_clear_tune(); a bad MMPORT_CLEAR makes every
  * clearing call without opts->kernel fail (see mmp_clear()).
+ *
+ * The first clear in a process costs what later ones do: it detects the
+ * CPU (CPUID on x86-64; on arm64 Linux also a few reads of cpu0's cache
+ * sizes under /sys, so a jailed process calls mmp_cpu_features() before
+ * entering its jail) and reads the environment; it opens, creates and
+ * allocates nothing and times nothing (without the variables above).
  *
  * Vector registers (kernel or hypervisor embeddings): the x86 kernels
  * avx2_nt and avx512_nt use vector registers (ymm0 / zmm0, and VZEROUPPER),
@@ -98,9 +110,10 @@ struct mmp_clear_opts {
      * mask), or at the workers of a runner (mmp_clear_set_runner()). Spans
      * of 8 MiB and more are cut at 2 MiB boundaries (4 GiB and more: 1 GiB)
      * so no huge page is split between threads. Hosted, the threads are a
-     * pool created at first use and reused by every later call (one call
-     * at a time uses it; a concurrent or nested call runs its spans on its
-     * own thread). A freestanding build without a runner uses one thread.
+     * pool started by the first threaded call and reused by every later one
+     * until mmp_shutdown() joins them (one call at a time uses it; a
+     * concurrent or nested call runs its spans on its own thread). A
+     * freestanding build without a runner uses one thread.
      */
     unsigned threads;
     /** Kernel name from mmp_clear_kernels(), or NULL for the policy / MMPORT_CLEAR. */
@@ -124,6 +137,18 @@ struct mmp_clear_opts {
 
 /**
  * Zero len bytes at addr.
+ *
+ * The kernel: opts->kernel, else MMPORT_CLEAR, else the policy in force
+ * (mmp_clear_policy()): its hot kernel for MMP_CLEAR_HOT, its cold one for
+ * MMP_CLEAR_COLD, and for MMP_CLEAR_AUTO the cold one from policy.cold_min
+ * bytes up (one core's share of the last-level cache, never below twice
+ * its L2: mmp_clear_policy_for()). That policy comes from CPUID or the ID
+ * registers, the quirk table and the cache sizes, without measuring: the
+ * first call opens,
+ * creates, allocates and times nothing (on arm64 Linux, CPU detection
+ * reads cpu0's cache sizes from /sys once). Measuring happens only in
+ * mmp_clear_tune() and mmp_clear_calibrate(); tuning files are read only
+ * where MMPORT_TUNING or MMPORT_CACHE_DIR names them.
  * @return 0; -MMP_EINVAL for NULL or non-4 KiB-aligned addr, len not a
  * multiple of 4 KiB, an unknown kernel name (opts or MMPORT_CLEAR), an
  * unknown hint, a chunk that is not a multiple of 4 KiB, threads above
@@ -221,7 +246,15 @@ struct mmp_clear_policy {
     const char *hot;       /**< kernel for HOT, and AUTO below cold_min */
     const char *cold;      /**< kernel for COLD, and AUTO from cold_min up */
     uint64_t cold_min;     /**< AUTO threshold in bytes */
-    const char *cold_min_from; /**< "llc", "default" (LLC unknown), "env", "tuning" */
+    /**
+     * Where cold_min came from: "cache" (one core's share of the
+     * last-level cache, or twice its L2 if that is more), "cache-bound"
+     * (the same with the share cut to the quirk row's bound, as when a
+     * virtual machine reports the host socket's cache), "default" (cache
+     * size unknown: 8 MiB), "env" (MMPORT_CLEAR_COLD_MIN), "tuning" (a
+     * tuning file or mmp_clear_tune()).
+     */
+    const char *cold_min_from;
     const char *quirk;     /**< matched quirk-table row, or NULL */
     const char *quirk_why; /**< what the row says, or NULL */
     const char *forced;    /**< MMPORT_CLEAR kernel, or NULL */
@@ -235,8 +268,14 @@ struct mmp_clear_policy {
     /** Why MMPORT_CLEAR_COLD_MIN was ignored (not a size), or NULL. */
     const char *cold_min_error;
     /**
-     * "table", "tuning" (file used), or "table (tuning ignored: why)", why
-     * naming the line and the fault: the file is applied whole or not at all.
+     * What the policy rests on: "table" (facts only); "tuning" (the
+     * MMPORT_TUNING file); "cached file <path>" (MMPORT_CACHE_DIR's or
+     * mmp_clear_tune()'s file); "measured by mmp_clear_tune()" (with
+     * ", cached in <path>" when it wrote one); or "table (<why>)" when a
+     * file was named but not used: "tuning ignored: <why>", "cached file
+     * <path> ignored: <why>", "no cached file <path>", why naming the line
+     * and the fault (a file is applied whole or not at all). A later
+     * mmp_clear_tune() may rewrite the text this points to.
      */
     const char *source;
     uint32_t bad_hot;      /**< bit i: kernel i bad-listed for hot clears by the quirk row */
@@ -245,14 +284,60 @@ struct mmp_clear_policy {
 
 /**
  * The policy computed from a CPU description alone (no environment, no
- * tuning file): the quirk table of f->arch, the feature bits and f->llc_bytes.
+ * tuning file, no measuring): the quirk table of f->arch, the feature bits
+ * and the cache sizes. cold_min is the cache one core can count on when
+ * every core sharing the last-level cache is busy: f->llc_bytes divided by
+ * f->llc_cores (the whole LLC for a quirk row whose cores may fill a ring
+ * L3 alone), cut to the row's per-core bound where that figure is
+ * implausible (32 MiB without a row), and never below twice f->l2_bytes;
+ * 8 MiB when the LLC size is unknown; rounded up to 4 KiB.
  * Works for any arch on any host (fake CPUs in tests).
  * @return 0; -MMP_EINVAL if f or out is NULL.
  */
 MMP_API int mmp_clear_policy_for(const struct mmp_cpu_features *f, struct mmp_clear_policy *out);
 
-/** The policy in force for this process (environment and tuning file applied). */
+/**
+ * The policy in force for this process: mmp_clear_policy_for() the running
+ * CPU, then the tuning file or measurement asked for (MMPORT_TUNING,
+ * MMPORT_CACHE_DIR, mmp_clear_tune()), then MMPORT_CLEAR_COLD_MIN and
+ * MMPORT_CLEAR. Never fails.
+ */
 MMP_API void mmp_clear_policy(struct mmp_clear_policy *out);
+
+/** mmp_clear_tune() flag: measure even if dir holds a file for this CPU (and replace it). */
+#define MMP_CLEAR_TUNE_AGAIN 1u
+
+/**
+ * Measure the clearing kernels here and make the result the policy in
+ * force for this process; nothing measures otherwise. The measurement
+ * compares the table's hot and cold kernels with the others the quirk row
+ * allows (64 KiB in cache; 64 MiB with lines evicted) and checks cold_min
+ * at 4-64 MiB; the table's choice stays unless another is more than 5%
+ * faster over two sets of rounds. It maps 64 MiB of scratch memory for the
+ * duration and takes tens of milliseconds (more on a busy machine).
+ *
+ * With dir (a directory the caller names) the result is kept in
+ * dir/clear-<arch>-<vendor>-<family>-<model>-<midr>.conf, a tuning file: a
+ * later call with the same dir loads it instead of measuring (unless flags
+ * has MMP_CLEAR_TUNE_AGAIN), as does MMPORT_CACHE_DIR=dir at first use in a
+ * later process. A file that is refused (another format, a broken line) is
+ * measured again and replaced. dir itself is created if it is missing and
+ * its parent exists; no other directory is. The file is replaced whole
+ * (a temporary file, then rename). dir NULL: measure, keep nothing.
+ *
+ * MMPORT_CLEAR and MMPORT_CLEAR_COLD_MIN still win over the result. Clears
+ * running on other threads meanwhile finish with the policy they started
+ * with; later ones use the new one.
+ * @return 0; -MMP_EINVAL for unknown flags or an empty dir; -MMP_EBUSY if
+ * another mmp_clear_tune() is running; -MMP_ENOSYS if this build has no
+ * clock, scratch memory or files (freestanding); -MMP_ENOMEM if the
+ * scratch memory cannot be mapped; -MMP_ERANGE if the file's path is
+ * longer than 511 bytes; -MMP_ENOENT if the file cannot be written (dir
+ * and its parent missing, or not writable); -MMP_EIO if the measurement
+ * cannot be read back (never expected). On error the policy in force is
+ * unchanged.
+ */
+MMP_API int mmp_clear_tune(const char *dir, unsigned flags);
 
 /** Sizes mmp_clear_calibrate() measures. */
 #define MMP_CLEAR_CAL_SIZES 5u

@@ -59,6 +59,27 @@ MMP_API const char *mmp_version(void);
  */
 MMP_API const char *mmp_strerror(int err);
 
+/**
+ * Give back what mmport keeps between calls, for a clean exit or before
+ * unloading the library (leak checkers such as valgrind then find nothing
+ * of mmport's): stop and join the threads of the clearing pool (started by
+ * the first mmp_clear() or mmp_clear_populate() with opts->threads > 1),
+ * and free the state of the built-in epoch scheme of MMP_PT_SHARED tables
+ * (each thread's record, and every table page retired to it, which goes to
+ * its table's free_table hook now). Counters, the clearing policy, and
+ * tables and their pages are not touched (mmp_pt_fini() frees those).
+ *
+ * Call it when no other thread is inside mmport or will enter it during
+ * the call. mmport stays usable after it: the next threaded clear starts
+ * the pool again, the next lookup or shared call on a shared table
+ * registers its thread again; so call it last to end with nothing held.
+ * A freestanding build holds nothing: it returns 0.
+ * @return 0; -MMP_EBUSY if a threaded clear is running or a thread is
+ * inside a lookup or shared call of a MMP_PT_SHARED table (nothing is
+ * released; call it again once they are done).
+ */
+MMP_API int mmp_shutdown(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -51,8 +51,23 @@ struct mmp_cpu_features {
     bool zva_prohibited;  /**< DCZID_EL0.DZP: DC ZVA must not be used */
     uint64_t hwcap;       /**< arm64 AT_HWCAP (0 if not known) */
     uint64_t hwcap2;      /**< arm64 AT_HWCAP2 (0 if not known) */
-    uint64_t llc_bytes;   /**< size of the last-level cache, 0 if unknown */
+    /**
+     * Size of one instance of the last-level cache (the cache of the highest
+     * level, as the CPU describes its sharing group: CPUID leaf 4 on Intel,
+     * 0x8000001D on AMD; else CPUID 0x80000006 or sysfs, which a virtual
+     * machine may fill with the host socket's figure); 0 if unknown.
+     */
+    uint64_t llc_bytes;
     const char *llc_source; /**< where llc_bytes came from: "cpuid", "sysfs", "none" */
+    uint64_t l2_bytes;      /**< size of one core's level 2 data or unified cache, 0 if unknown */
+    /**
+     * Cores sharing one last-level cache instance: the logical CPUs the
+     * cache leaf (or sysfs shared_cpu_list) says share it, divided by those
+     * sharing one L2 (the threads of a core); 0 if unknown (no such leaf,
+     * as in many virtual machines). On Intel the leaf gives a power-of-two
+     * bound, so this may exceed the cores present.
+     */
+    uint32_t llc_cores;
 };
 
 /**

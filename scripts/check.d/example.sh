@@ -2,8 +2,8 @@
 # The examples a user copies from: examples/*.c and the C blocks of
 # README.md marked `<!-- compile: NAME -->` are compiled against the
 # in-tree library (gcc and clang, -Werror) and run; each must exit 0.
-# With a cross compiler and an aarch64 build, guest_mm also runs under
-# qemu-user.
+# guest_mm also runs under valgrind with every leak kind an error, and,
+# with a cross compiler and an aarch64 build, under qemu-user.
 set -u
 . scripts/check-step.sh
 step_needs_host_arch "the examples are built with the host compiler"
@@ -41,6 +41,20 @@ for src in examples/*.c "$tmp"/*.c; do
         fi
     done
 done
+
+# guest_mm under valgrind, every leak kind an error: a consumer that frees
+# what it owns and calls mmp_shutdown() leaves nothing of mmport's behind
+# (the clearing pool's threads, shared tables' epoch records).
+if command -v valgrind > /dev/null && [ -x "$tmp/guest_mm-cc" ]; then
+    if valgrind -q --leak-check=full --show-leak-kinds=all --errors-for-leak-kinds=all \
+        --error-exitcode=1 "$tmp/guest_mm-cc" > "$tmp/vg.log" 2>&1; then
+        ok "guest_mm under valgrind --leak-check=full --show-leak-kinds=all: no error, no leak"
+    else
+        cat "$tmp/vg.log"; ko "guest_mm under valgrind (leaks or errors above)"
+    fi
+else
+    sk "guest_mm under valgrind: no valgrind or no guest_mm build"
+fi
 
 # guest_mm on aarch64, emulated, when the cross build exists.
 xlib=build/aarch64/libmmport.a

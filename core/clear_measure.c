@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Trust but verify: the first use in a process on a CPU model without a
- * cached file measures the table's choice against the alternatives (tens
- * of ms, fixed bytes) - quirk rows included: a row only bad-lists kernels
- * and sets the first guess, the measurement checks it among the kernels
- * the row allows. The table's kernel and threshold are kept unless the
- * measurement shows them more than 5% off; the result goes to a per-CPU-
- * model file in the user's cache directory (a tuning file: readable,
- * deletable), which later processes - and `mmport tune`, which writes a
- * full calibration there - load instead. Freestanding builds have no
- * clock, files or scratch memory: table only.
+ * Measuring, only when asked (layer 4; core/clear.c has the layers):
+ * mmp_clear_tune() compares the table's choice with the alternatives on
+ * this machine (tens of ms of stores on a 64 MiB scratch mapping) -
+ * quirk rows included: a row only bad-lists kernels and sets the first
+ * guess, the measurement checks it among the kernels the row allows. The
+ * table's kernel and threshold are kept unless the measurement shows them
+ * more than 5% off. The result is a tuning file (readable, with every
+ * figure as comments), applied by the caller. Freestanding builds have no
+ * clock or scratch memory: -MMP_ENOSYS.
  */
-#include "clear_impl.h"
+#include "clear_measure.h"
+#include "clear_tuning.h"
 #include "host.h"
 
 #define HOT_BYTES (64u << 10) /* cache-resident: what a hot clear meets */
@@ -27,16 +27,6 @@
 #define NSCAN 5u
 #define REPS 3u
 #define MARGIN_PCT 5u
-
-int mmp_core_clear_cache_path(const struct mmp_cpu_features *f, char *path, size_t cap)
-{
-    char name[96];
-    struct mmp_core_sink o = {name, sizeof name, 0};
-    mmp_core_put(&o, "clear-");
-    mmp_core_clear_put_cpu_id(&o, f, '-');
-    mmp_core_put(&o, ".conf");
-    return o.n + 1 > sizeof name ? -MMP_ERANGE : mmp_host_cache_path(name, path, cap);
-}
 
 /*
  * REPS more rounds for each kernel in cand, keeping in ns[k] the best time
@@ -160,16 +150,6 @@ void mmp_core_clear_verify_candidates(uint32_t usable, const struct mmp_clear_po
             MMP_KBIT((unsigned)mmp_core_clear_lookup(pol->cold));
 }
 
-static char cache_file[256], cache_note[300], cache_text[MMP_CORE_TUNING_MAX + 1];
-
-/* policy.source = a <cache file> b c */
-static void note_source(const char *a, const char *b, const char *c, struct mmp_clear_policy *pol)
-{
-    struct mmp_core_sink o = {cache_note, sizeof cache_note, 0};
-    mmp_core_put(&o, a), mmp_core_put(&o, cache_file), mmp_core_put(&o, b), mmp_core_put(&o, c);
-    pol->source = cache_note;
-}
-
 /* "<what> kernel MB/s ..." for the kernels in cand, bytes per timed pass. */
 static void put_mbps(struct mmp_core_sink *o, const char *what, uint32_t cand, uint64_t bytes,
                      const uint64_t *ns)
@@ -183,13 +163,14 @@ static void put_mbps(struct mmp_core_sink *o, const char *what, uint32_t cand, u
     mmp_core_put(o, "\n");
 }
 
-/* Measures, writes the cache file, applies it; false if this host cannot. */
-static bool measure(const struct mmp_cpu_features *f, uint32_t usable,
-                    struct mmp_clear_policy *pol)
+long mmp_core_clear_measure(const struct mmp_cpu_features *f, uint32_t usable,
+                           const struct mmp_clear_policy *pol, char *text, size_t cap)
 {
+    if (!mmp_host_now_ns())
+        return -MMP_ENOSYS;
     char *buf = mmp_host_scratch(COLD_BYTES);
     if (!buf)
-        return false;
+        return -MMP_ENOMEM;
     uint64_t t0 = mmp_host_now_ns();
     unsigned hot = (unsigned)mmp_core_clear_lookup(pol->hot);
     unsigned cold = (unsigned)mmp_core_clear_lookup(pol->cold);
@@ -216,11 +197,11 @@ static bool measure(const struct mmp_cpu_features *f, uint32_t usable,
     uint64_t ms = (mmp_host_now_ns() - t0) / 1000000;
     mmp_host_scratch_free(buf, COLD_BYTES);
 
-    struct mmp_core_sink o = {cache_text, sizeof cache_text, 0};
-    mmp_core_put(&o, "# mmport: clearing kernels measured at first use (");
+    struct mmp_core_sink o = {text, cap, 0};
+    mmp_core_put(&o, "# mmport: clearing kernels measured by mmp_clear_tune() (");
     mmp_core_put_u64(&o, ms);
     mmp_core_put(&o, " ms; the table's choice kept unless it was 5% off).\n"
-                     "# Delete this file to measure again; `mmport tune` writes a full one.\n");
+                     "# `mmport tune` writes a fuller one.\n");
     put_mbps(&o, "# hot, 64 KiB in cache, MB/s:", hc, HOT_BYTES * HOT_ITERS, ns_hot);
     put_mbps(&o, "# cold, 64 MiB evicted, MB/s:", cc | MMP_KBIT(hot), COLD_BYTES, ns);
     if (hot != cold)
@@ -241,35 +222,5 @@ static bool measure(const struct mmp_cpu_features *f, uint32_t usable,
     mmp_core_put(&o, "\ncold "), mmp_core_put(&o, mmp_core_clear_kdesc[cold].name);
     mmp_core_put(&o, "\ncold_min "), mmp_core_put_u64(&o, cold_min);
     mmp_core_put(&o, "\n");
-    if (o.n + 1 > sizeof cache_text)
-        return false;
-    mmp_host_write_file(cache_file, cache_text, o.n); /* unwritable: measure next time */
-    if (mmp_core_clear_tuning_apply(cache_text, o.n, f, usable, pol))
-        return false;
-    note_source("measured at first use, cached in ", "", "", pol);
-    return true;
-}
-
-void mmp_core_clear_verify(const struct mmp_cpu_features *f, uint32_t usable,
-                           struct mmp_clear_policy *pol)
-{
-    if (mmp_core_clear_cache_path(f, cache_file, sizeof cache_file) < 0)
-        return;
-    long n = mmp_host_read_file(cache_file, cache_text, sizeof cache_text);
-    if (n >= 0) {
-        struct mmp_clear_policy t = *pol;
-        const char *why = mmp_core_clear_tuning_apply(cache_text, (size_t)n, f, usable, &t);
-        if (!why) {
-            *pol = t;
-            note_source("cached file ", "", "", pol);
-            return;
-        }
-        note_source("table (cached file ", " ignored: ", why, pol);
-    }
-    const char *v = mmp_host_getenv("MMPORT_CLEAR_VERIFY");
-    if ((v && mmp_core_streq(v, "0")) || !mmp_host_now_ns())
-        return; /* measuring is off, or there is no clock */
-    measure(f, usable, pol);
-    if (n >= 0 && mmp_core_streq(pol->source, "table")) /* could not measure: say why not the file */
-        note_source("table (cached file ", " ignored)", "", pol);
+    return o.n + 1 > cap ? -MMP_ERANGE : (long)o.n;
 }
