@@ -136,8 +136,11 @@ static void changed(struct trk *w, unsigned d, uint64_t *t, unsigned lo, unsigne
 }
 
 /* A contiguous run holding slot k: its state is the OR of its entries (the
- * MMU may update any one of them); the entries in [a, b] are re-armed.
- * Returns the last slot of the run inside [a, b]. */
+ * MMU may update any one of them). Its pages in the range are reported;
+ * a run the range covers whole has its entries in [a, b] re-armed, one the
+ * range cuts none (its state also stands for its pages outside the range,
+ * which a later pass must still see). Returns the last slot of the run
+ * inside [a, b]. */
 static unsigned run(struct trk *w, struct pt_slot *s, unsigned k, unsigned a, unsigned b,
                     uint64_t base)
 {
@@ -155,7 +158,7 @@ static unsigned run(struct trk *w, struct pt_slot *s, unsigned k, unsigned a, un
         w->run_seen = true;
         w->run_va = rva;
     }
-    if (hit) {
+    if (hit && rva >= w->va0 && rva + (uint64_t)R * sz - 1 <= w->last) {
         bool st = false;
         for (unsigned m = x; m <= y; m++) {
             uint64_t e = pt_ld(&s->t[m]);
