@@ -458,6 +458,24 @@ static void link_split(struct pt_op *o, struct pt_slot *s, uint64_t *c, uint64_t
 }
 
 /*
+ * x86 with the MMU's D (MMP_PT_TRACK_HW): a write through a TLB entry that
+ * still held the block until the split's flush may have set D in slot i,
+ * a table entry now (the bit is ignored there, SDM 3A 4.5): the pages of
+ * the live table c get it.
+ */
+static void stale_d(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uint64_t *c)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t e = pt_ld(&t[i]), f;
+    if (!(e & g->trk_d))
+        return;
+    for (size_t k = 0; k < pt_nent(g, d + 1); k++)
+        pt_st_give_live(g, d + 1, &c[k], PT_ST_D);
+    while ((f = pt_cas(&t[i], e, e & ~g->trk_d)) != e)
+        e = f;
+}
+
+/*
  * Replace the leaf of slot s by a private table of equivalent smaller
  * leaves (contiguous runs where they hold); the walk then applies the
  * operation inside it and split_end() links it.
@@ -482,7 +500,7 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
         c[k] = v + k * csz;
     o->st->entries_written += n;
     uint64_t sz = slot_size(g, d), base = s->va & ~(sz - 1);
-    if (!o->shared && !s->priv && o->kind != OP_UNMAP &&
+    if (!o->shared && !s->priv && (o->kind != OP_UNMAP || g->trk_d) &&
         (!(s->e & g->cont_bit) || !unfold_needs_bbm(g, d, s->e)) &&
         !pt_needs_bbm(g, d, s->e, 0, PT_CHG_SIZE)) {
         /*
@@ -493,7 +511,8 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
          * TLB still holds the block when entries inside change; every
          * address outside the changed range stays mapped throughout. The
          * operation then runs in the live table. A block in a contiguous
-         * run leaves the run first, the same way.
+         * run leaves the run first, the same way. (An unmap too where the
+         * MMU records D: the flush must come before stale_d() looks.)
          */
         if (s->e & g->cont_bit)
             unfold_first(o, d, s->t, s->i, base);
@@ -501,6 +520,7 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
         link_split(o, s, c, cpa);
         o->st->split_flushes++;
         mmp_core_pt_flush_now(o->pt, base, base + sz - 1, pt_fl_leaf(g, d));
+        stale_d(o, d, s->t, s->i, c);
         s->tag = T_NONE;
         return pt_descend(s, c, PT_TABLE, false);
     }
