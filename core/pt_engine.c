@@ -700,11 +700,13 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
     uint64_t tm = o->tmpl[d + 1] & m, lst = pt_ld(&c[n - 1]);
     if (pt_kind(g, d + 1, lst) != PT_LEAF || pt_oa(g, d + 1, lst) != pa + (n - 1) * csz)
         return; /* the common case: not complete */
+    unsigned st = 0; /* the block's state: the OR of the pages' */
     for (unsigned k = 0; k < n; k++) {
         uint64_t x = pt_ld(&c[k]);
         if (pt_kind(g, d + 1, x) != PT_LEAF || pt_oa(g, d + 1, x) != pa + k * csz ||
             (x & m) != tm)
             return;
+        st |= pt_st_of(g, x);
     }
     uint64_t blk = o->tmpl[d] | pt_oa_enc(g, pa);
     /* Without a break (x86: same translation, and Intel allows a
@@ -712,11 +714,12 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
      * until the flush and must find its valid entries: keep c untouched. */
     bool broken = size_break(o, d, t, i, i, base, pt_needs_bbm(g, d, s->e, blk, PT_CHG_SIZE),
                              priv, 0);
-    /* The block's state is the OR of the pages' (after the break nothing
-     * records state in c; without one, a stale walk may until the flush:
-     * with the MMU recording it, that flush is now and what c got by then
-     * is added). */
-    unsigned st = pt_st_or(g, c, 0, n - 1);
+    /* Where the MMU records state, what c got until the break is read
+     * after it (nothing records it there then); without a break a stale
+     * walk may until the flush: that flush is now, and what c got by then
+     * is added. */
+    if (broken && g->trk_hw)
+        st = pt_st_or(g, c, 0, n - 1);
     blk = pt_st_as(g, blk, st);
     pt_st(&t[i], blk);
     wrote(o, 1, priv);
