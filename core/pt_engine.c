@@ -29,6 +29,7 @@
  */
 #include "pt_engine.h"
 #include "pt_op.h"
+#include "pt_state.h"
 #include "pt_walk.h"
 
 static inline uint64_t slot_size(const struct mmp_pt_geom *g, unsigned d)
@@ -233,10 +234,14 @@ break_slots(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi, 
     }
     uint64_t n = 0;
     for (unsigned k = lo; k <= hi; k++) {
-        uint64_t e = pt_ld(&t[k]);
+        uint64_t e = pt_ld(&t[k]), f;
         if (!(e & g->valid_bit))
             continue;
-        pt_st(&t[k], e & keep);
+        if (keep && g->trk_hw) /* what the MMU records meanwhile is kept too */
+            while ((f = pt_cas(&t[k], e, e & keep)) != e)
+                e = f;
+        else
+            pt_st(&t[k], e & keep);
         n++;
         if (tables && pt_kind(g, d, e) == PT_TABLE)
             defer_tree(o, d + 1, pt_child(o->pt, e), pt_tbl_oa(g, e));
@@ -290,14 +295,16 @@ static void size_change_ready(struct pt_op *o, uint64_t lo, uint64_t last, bool 
 /* pt_break() for a change of size or contiguity that keeps every
  * translation: in place where the format allows (`needed` false), once
  * no older translation of the slots waits for its flush. The slots hold
- * leaves (a fold's table slot: its caller frees the table). */
+ * leaves (a fold's table slot: its caller frees the table). Broken, they
+ * keep their bits but the valid bit: their state goes on into the new
+ * entries (core/pt_state.h). */
 static bool size_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
                        uint64_t va_lo, bool needed, bool priv, unsigned fflags)
 {
     if (!needed)
         size_change_ready(o, va_lo, va_lo + (uint64_t)(hi - lo + 1) * slot_size(o->g, d) - 1,
                           priv);
-    return pt_break_leaves(o, d, t, lo, hi, va_lo, needed, priv, fflags, 0);
+    return pt_break_leaves(o, d, t, lo, hi, va_lo, needed, priv, fflags, ~o->g->valid_bit);
 }
 
 /* Link a table built privately: its contents first, then the pointer. */
@@ -315,9 +322,10 @@ static void link_table(struct pt_op *o, uint64_t *t, unsigned i, uint64_t pa, bo
 /*
  * Unmake the contiguous run holding entry i at depth d: its entries lose
  * the contiguous bit and keep their translations (a contiguity change:
- * broken first where the format says so). With skip_i, entry i is left
- * as the break left it (or, not broken, as it was), for the caller to
- * write (a split links a table there). Returns true when broken.
+ * broken first where the format says so), each with the run's state, the
+ * OR of its entries (core/pt_state.h). With skip_i, entry i is left as
+ * the break left it (or, not broken, as it was), for the caller to write.
+ * Returns true when broken.
  */
 static bool unfold_run(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uint64_t va_i,
                        bool priv, bool skip_i)
@@ -328,10 +336,12 @@ static bool unfold_run(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uin
     uint64_t e = pt_ld(&t[i]);
     uint64_t tm = e & ~g->oa_mask[d] & ~g->cont_bit;
     uint64_t pa_lo = pt_oa(g, d, e) - (uint64_t)(i - lo) * sz;
-    uint64_t v = tm | pt_oa_enc(g, pa_lo); /* a run never crosses pt_oa_wrap */
     bool broken = size_break(o, d, t, lo, lo + R - 1, va_lo,
                              pt_needs_bbm(g, d, e, tm | (e & g->oa_mask[d]), PT_CHG_CONT), priv,
                              MMP_FLUSH_LEAF);
+    /* (read after the break: nothing records state in the entries then) */
+    tm = pt_st_as(g, tm, pt_st_or(g, t, lo, lo + R - 1));
+    uint64_t v = tm | pt_oa_enc(g, pa_lo); /* a run never crosses pt_oa_wrap */
     for (unsigned k = lo; k < lo + R; k++)
         if (k != i || !skip_i)
             pt_st(&t[k], v + (uint64_t)(k - lo) * sz);
@@ -382,6 +392,89 @@ static bool tbl_empty(const struct mmp_pt_geom *g, unsigned d, const uint64_t *t
 
 enum { T_NONE, T_TABLE, T_NEW, T_SPLIT };
 
+/* The state of the leaf in slot i of t at depth d (core/pt_state.h): its
+ * own, or in a contiguous run (run) the run's OR. */
+static unsigned leaf_state(const struct mmp_pt_geom *g, unsigned d, const uint64_t *t, unsigned i,
+                           bool run)
+{
+    if (!run)
+        return pt_st_of(g, pt_ld(&t[i]));
+    unsigned R = 1u << g->cont[d], lo = i & ~(R - 1);
+    return pt_st_or(g, t, lo, lo + R - 1);
+}
+
+/* Give state st to every leaf of the private subtree t (depth d) this
+ * call built: state its block recorded after the split read it. */
+static __attribute__((noinline, cold)) void give_tree(struct pt_op *o, unsigned d, uint64_t *t,
+                                                      unsigned st)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t *tab[MMP_PT_MAXLEV];
+    size_t at[MMP_PT_MAXLEV];
+    unsigned n = 0;
+    tab[0] = t, at[0] = 0;
+    for (;;) {
+        if (at[n] == pt_nent(g, d + n)) {
+            if (!n)
+                return;
+            n--;
+            continue;
+        }
+        uint64_t *p = &tab[n][at[n]++], e = pt_ld(p);
+        int kind = pt_kind(g, d + n, e);
+        if (kind == PT_LEAF)
+            pt_st(p, pt_st_give(g, e, st));
+        else if (kind == PT_TABLE && d + n + 1 < g->nlev)
+            tab[n + 1] = pt_child(o->pt, e), at[n + 1] = 0, n++;
+    }
+}
+
+/*
+ * Link the split table c (at cpa) in slot s, whose leaf it replaces. What
+ * the MMU recorded in the leaf (or its run) after split_begin() read it
+ * goes to c's leaves first; a live leaf is replaced with a
+ * compare-and-swap from the value that state was read from.
+ */
+static void link_split(struct pt_op *o, struct pt_slot *s, uint64_t *c, uint64_t cpa)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t *p = &s->t[s->i], tbl = g->tbl_tmpl | pt_oa_enc(g, cpa);
+    for (;;) {
+        uint64_t e = pt_ld(p);
+        unsigned st = leaf_state(g, s->d, s->t, s->i, (s->e & g->cont_bit) != 0);
+        if (st & ~s->st) {
+            give_tree(o, s->d + 1, c, st & ~s->st);
+            s->st |= (uint8_t)st;
+        }
+        if (s->priv || !(e & g->valid_bit)) { /* broken: nothing records state in it */
+            link_table(o, s->t, s->i, cpa, s->priv);
+            return;
+        }
+        mmp_arch_pt_publish();
+        if (pt_cas(p, e, tbl) == e)
+            break;
+    }
+    wrote(o, 1, false);
+}
+
+/*
+ * x86 with the MMU's D (MMP_PT_TRACK_HW): a write through a TLB entry that
+ * still held the block until the split's flush may have set D in slot i,
+ * a table entry now (the bit is ignored there, SDM 3A 4.5): the pages of
+ * the live table c get it.
+ */
+static void stale_d(struct pt_op *o, unsigned d, uint64_t *t, unsigned i, uint64_t *c)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t e = pt_ld(&t[i]), f;
+    if (!(e & g->trk_d))
+        return;
+    for (size_t k = 0; k < pt_nent(g, d + 1); k++)
+        pt_st_give_live(g, d + 1, &c[k], PT_ST_D);
+    while ((f = pt_cas(&t[i], e, e & ~g->trk_d)) != e)
+        e = f;
+}
+
 /*
  * Replace the leaf of slot s by a private table of equivalent smaller
  * leaves (contiguous runs where they hold); the walk then applies the
@@ -394,6 +487,11 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
     uint64_t csz = slot_size(g, d + 1), cpa;
     uint64_t *c = take(o, &cpa);
     uint64_t ctm = g->fmt->child(g, d, s->e), pa0 = pt_oa(g, d, s->e);
+    /* the pages take the block's state (a run's: the OR of its entries) */
+    s->st = (uint8_t)leaf_state(g, d, s->t, s->i, (s->e & g->cont_bit) != 0);
+    ctm = pt_st_give(g, ctm, s->st);
+    if (o->shared && !s->priv)
+        o->sh->st_split = s->st;
     if (g->cont[d + 1] && !(o->pt->cfg_flags & MMP_PT_NO_CONT) && o->kind != OP_SPLIT)
         ctm |= g->cont_bit; /* a block is aligned to every run below it */
     size_t n = pt_nent(g, d + 1);
@@ -402,7 +500,7 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
         c[k] = v + k * csz;
     o->st->entries_written += n;
     uint64_t sz = slot_size(g, d), base = s->va & ~(sz - 1);
-    if (!o->shared && !s->priv && o->kind != OP_UNMAP &&
+    if (!o->shared && !s->priv && (o->kind != OP_UNMAP || g->trk_d) &&
         (!(s->e & g->cont_bit) || !unfold_needs_bbm(g, d, s->e)) &&
         !pt_needs_bbm(g, d, s->e, 0, PT_CHG_SIZE)) {
         /*
@@ -413,14 +511,16 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
          * TLB still holds the block when entries inside change; every
          * address outside the changed range stays mapped throughout. The
          * operation then runs in the live table. A block in a contiguous
-         * run leaves the run first, the same way.
+         * run leaves the run first, the same way. (An unmap too where the
+         * MMU records D: the flush must come before stale_d() looks.)
          */
         if (s->e & g->cont_bit)
             unfold_first(o, d, s->t, s->i, base);
         size_change_ready(o, base, base + sz - 1, false);
-        link_table(o, s->t, s->i, cpa, false);
+        link_split(o, s, c, cpa);
         o->st->split_flushes++;
         mmp_core_pt_flush_now(o->pt, base, base + sz - 1, pt_fl_leaf(g, d));
+        stale_d(o, d, s->t, s->i, c);
         s->tag = T_NONE;
         return pt_descend(s, c, PT_TABLE, false);
     }
@@ -448,7 +548,7 @@ static void split_end(struct pt_op *o, struct pt_slot *s)
         size_break(o, d, s->t, s->i, s->i, base, pt_needs_bbm(g, d, s->e, 0, chg), s->priv,
                    MMP_FLUSH_LEAF);
     }
-    link_table(o, s->t, s->i, s->aux, s->priv);
+    link_split(o, s, pt_slot_child(s), s->aux);
 }
 
 /* ---- map ---------------------------------------------------------------- */
@@ -518,7 +618,7 @@ static void map_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
 {
     const struct mmp_pt_geom *g = o->g;
     uint64_t sz = slot_size(g, d), tm = o->tmpl[d];
-    unsigned R = run_len(o, d), lo = a, hi = b;
+    unsigned R = run_len(o, d), lo = a, hi = b, st_lo = 0, st_hi = 0;
     uint64_t pa_a = va_a + o->delta;
     if (o->flags & OPF_REPLACE)
         replace_prepare(o, d, t, a, b, va_a, priv);
@@ -539,6 +639,9 @@ static void map_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
             size_break(o, d, t, lo, hi, va_a - (uint64_t)(a - lo) * sz,
                        pt_needs_bbm(g, d, tm, tm | g->cont_bit, PT_CHG_CONT), priv,
                        MMP_FLUSH_LEAF);
+        /* the entries a fold takes in keep their state in the run's OR */
+        st_lo = fa && ra < a ? pt_st_or(g, t, ra, a - 1) : 0;
+        st_hi = fb && rb > b ? pt_st_or(g, t, b + 1, rb) : 0;
     }
     uint64_t pa = pa_a - (uint64_t)(a - lo) * sz, cont = g->cont_bit;
     /* v: the descriptor for pa, stepping by sz like pa within a segment
@@ -572,6 +675,10 @@ static void map_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
         pa += (uint64_t)(k - k0) * sz;
     }
     wrote(o, hi - lo + 1, priv);
+    for (unsigned m = 0; (st_lo | st_hi) && m < R; m++) {
+        pt_st_give_live(g, d, &t[lo + m], st_lo);
+        pt_st_give_live(g, d, &t[hi - m], st_hi);
+    }
 }
 
 /*
@@ -593,11 +700,13 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
     uint64_t tm = o->tmpl[d + 1] & m, lst = pt_ld(&c[n - 1]);
     if (pt_kind(g, d + 1, lst) != PT_LEAF || pt_oa(g, d + 1, lst) != pa + (n - 1) * csz)
         return; /* the common case: not complete */
+    unsigned st = 0; /* the block's state: the OR of the pages' */
     for (unsigned k = 0; k < n; k++) {
         uint64_t x = pt_ld(&c[k]);
         if (pt_kind(g, d + 1, x) != PT_LEAF || pt_oa(g, d + 1, x) != pa + k * csz ||
             (x & m) != tm)
             return;
+        st |= pt_st_of(g, x);
     }
     uint64_t blk = o->tmpl[d] | pt_oa_enc(g, pa);
     /* Without a break (x86: same translation, and Intel allows a
@@ -605,8 +714,19 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
      * until the flush and must find its valid entries: keep c untouched. */
     bool broken = size_break(o, d, t, i, i, base, pt_needs_bbm(g, d, s->e, blk, PT_CHG_SIZE),
                              priv, 0);
+    /* Where the MMU records state, what c got until the break is read
+     * after it (nothing records it there then); without a break a stale
+     * walk may until the flush: that flush is now, and what c got by then
+     * is added. */
+    if (broken && g->trk_hw)
+        st = pt_st_or(g, c, 0, n - 1);
+    blk = pt_st_as(g, blk, st);
     pt_st(&t[i], blk);
     wrote(o, 1, priv);
+    if (!broken && !priv && g->trk_hw) {
+        mmp_core_pt_flush_now(o->pt, base, base + sz - 1, 0);
+        pt_st_give_live(g, d, &t[i], pt_st_or(g, c, 0, n - 1) & ~st);
+    }
     if (broken) /* c holds only leaves: no subtree below it */
         mmp_core_pt_defer_free(o->pt, c, pt_tbl_oa(g, s->e));
     else
@@ -620,9 +740,10 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
             size_break(o, d, t, ra, ra + R - 1, va_ra,
                        pt_needs_bbm(g, d, blk, blk | g->cont_bit, PT_CHG_CONT), priv,
                        MMP_FLUSH_LEAF);
-            for (unsigned k = ra; k < ra + R; k++)
-                pt_st(&t[k], o->tmpl[d] | g->cont_bit |
-                                 pt_oa_enc(g, va_ra + o->delta + (k - ra) * sz));
+            for (unsigned k = ra; k < ra + R; k++) /* each keeps its state */
+                pt_st(&t[k], pt_st_as(g, o->tmpl[d] | g->cont_bit |
+                                             pt_oa_enc(g, va_ra + o->delta + (k - ra) * sz),
+                                      pt_st_of(g, pt_ld(&t[k]))));
             wrote(o, R, priv);
         }
     }
@@ -729,7 +850,8 @@ static unsigned chg_one(struct pt_op *o, unsigned d, uint64_t *t, unsigned k, ui
         return 0;
     } else {
         bool cut = (e & cb) && ((k & ~(R - 1)) < a || (k | (R - 1)) > b);
-        v = (e & (g->oa_mask[d] | (cut ? 0 : cb))) | o->tmpl[d];
+        uint64_t ks = pt_st_keep(g, o->tmpl[d]); /* its state stays */
+        v = (e & (g->oa_mask[d] | (cut ? 0 : cb) | ks)) | (o->tmpl[d] & ~ks);
         if ((v & cmp) == (e & cmp))
             v = e;
     }
@@ -758,8 +880,10 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
 {
     const struct mmp_pt_geom *g = o->g;
     uint64_t sz = slot_size(g, d), vb = g->valid_bit, cb = g->cont_bit, cmp = ~g->ign_mask;
-    uint64_t oa = g->oa_mask[d], tmpl = o->tmpl[d], tmask = ~oa & ~cb, keep = oa | cb;
     bool unmap = o->kind == OP_UNMAP, ask = g->bbm && !unmap && !priv;
+    /* a re-protected leaf keeps its frame, its run and its state */
+    uint64_t ks = unmap ? 0 : pt_st_keep(g, o->tmpl[d]);
+    uint64_t oa = g->oa_mask[d], tmpl = o->tmpl[d] & ~ks, tmask = ~oa & ~cb, keep = oa | cb | ks;
     unsigned R = g->cont[d] ? 1u << g->cont[d] : 1;
     uint64_t was[CHUNK / 64]; /* slots [brk, hi] valid before their break */
     bool tm_bbm = false;
@@ -858,7 +982,7 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
                 continue;
             if (ask && (e & tmask) != last_tm) {
                 last_tm = e & tmask;
-                tm_bbm = pt_needs_bbm(g, d, e, (e & oa) | tmpl, PT_CHG_ATTR);
+                tm_bbm = pt_needs_bbm(g, d, e, (e & (oa | ks)) | tmpl, PT_CHG_ATTR);
             }
             if (ask && tm_bbm) {
                 unsigned rs = (e & cb) ? k & ~(R - 1) : k;
@@ -883,11 +1007,19 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
                 if (pt_ld(&t[m]) & vb)
                     was[(m - brk) / 64] |= 1ull << ((m - brk) % 64);
             pt_break_leaves(o, d, t, brk, hi, va_b, true, priv, MMP_FLUSH_LEAF, ~vb);
+            /* runs the range cuts (broken whole): their state, the OR of
+             * their entries, goes to the entries that stay */
+            unsigned st_lo = lo < a ? pt_st_or(g, t, lo, lo + R - 1) : 0;
+            unsigned st_hi = hi > b ? pt_st_or(g, t, hi - R + 1, hi) : 0;
             n = 0;
             for (unsigned m = brk; m <= hi; m++)
                 if (was[(m - brk) / 64] & (1ull << ((m - brk) % 64)))
                     n += chg_one(o, d, t, m, pt_ld(&t[m]) | vb, a, b, true);
             wrote(o, n, priv);
+            for (unsigned m = 0; (st_lo | st_hi) && m < R; m++) {
+                pt_st_give_live(g, d, &t[lo + m], st_lo);
+                pt_st_give_live(g, d, &t[hi - m], st_hi);
+            }
         }
         if (y == b)
             break;
@@ -1081,8 +1213,11 @@ static void give_back(void *arg, void *va, uint64_t pa)
 /*
  * Change the live entry i (value e) of t at depth d into v, which needs
  * break-before-make when `needed`. Inside a contiguous run the whole run
- * is locked and unmade (a contiguity change), entry i taking v. Without a
- * break (and outside a run) it is one compare-and-swap, flushed at the end.
+ * is locked and unmade (a contiguity change), entry i taking v; the
+ * entries that stay (and a re-protected entry i) get the run's state, the
+ * OR of its entries (core/pt_state.h), which may differ from entry to
+ * entry. Without a break (and outside a run) it is one compare-and-swap,
+ * flushed at the end.
  */
 static int sh_change(struct pt_op *o, uint64_t *t, unsigned d, unsigned i, uint64_t va_i,
                      uint64_t e, uint64_t v, bool needed, unsigned fflags)
@@ -1109,22 +1244,30 @@ static int sh_change(struct pt_op *o, uint64_t *t, unsigned d, unsigned i, uint6
         pt_st_release(&t[i], v);
         return 0;
     }
-    unsigned R = 1u << g->cont[d], lo = i & ~(R - 1);
+    unsigned R = 1u << g->cont[d], lo = i & ~(R - 1), st = 0;
     int rc = pt_lock(o, t, lo, lo + R - 1, i, e);
     if (rc)
         return rc;
     for (unsigned k = 0; k < R; k++) {
         uint64_t x = pt_lk_old(o, t, lo, lo + k);
-        if (x != o->sh->lk0 + k * sz || !(x & cb)) {
+        if (((x ^ (o->sh->lk0 + k * sz)) & ~g->ign_mask) || !(x & cb)) {
             pt_unlock(o, t, lo, lo + R);
             return PT_RESTART; /* not the run the caller saw */
         }
+        st |= pt_st_of(g, x);
     }
+    if (pt_kind(g, d, v) == PT_TABLE && (st & ~o->sh->st_split)) {
+        pt_unlock(o, t, lo, lo + R);
+        return PT_RESTART; /* state recorded after the split read it: again */
+    }
+    if (o->kind == OP_PROT)
+        v = pt_st_give(g, v, st);
     /* the run unmade while entry i changes: not a change of size alone */
     needed |= pt_needs_bbm(g, d, e, v, PT_CHG_CONT | PT_CHG_ATTR);
     pt_break(o, d, t, lo, lo + R - 1, va_i - (uint64_t)(i - lo) * sz, needed, false, fflags);
     for (unsigned k = 0; k < R; k++)
-        pt_st_release(&t[lo + k], lo + k == i ? v : pt_lk_old(o, t, lo, lo + k) & ~cb);
+        pt_st_release(&t[lo + k],
+                      lo + k == i ? v : pt_st_give(g, pt_lk_old(o, t, lo, lo + k) & ~cb, st));
     o->sh->bar = true;
     return 0;
 }
@@ -1221,7 +1364,9 @@ static void sh_fold_table(struct pt_op *o, struct pt_slot *s)
         return;
     if (sh_freeze(o, c, d + 1, pa, tm, &found))
         return;
-    if (sh_replace_table(o, s, c, o->tmpl[d] | pt_oa_enc(g, pa))) {
+    /* the block's state: the OR of the frozen pages' (they keep their bits) */
+    if (sh_replace_table(o, s, c,
+                         pt_st_as(g, o->tmpl[d] | pt_oa_enc(g, pa), pt_st_or(g, c, 0, (unsigned)n - 1)))) {
         uint64_t vb = tm & g->valid_bit;
         for (size_t k = 0; k < n; k++)
             pt_st_release(&c[k], (pt_ld(&c[k]) & ~g->lock_bit) | vb);
@@ -1292,7 +1437,8 @@ PT_VISITOR int sh_span(void *ctx, struct pt_slot *s)
         v = o->tmpl[d] | pt_oa_enc(g, va + o->delta);
         chg = PT_CHG_OA | PT_CHG_ATTR;
     } else if (o->kind == OP_PROT) {
-        v = (e & g->oa_mask[d] & ~cb) | o->tmpl[d];
+        uint64_t ks = pt_st_keep(g, o->tmpl[d]); /* its state stays */
+        v = (e & ((g->oa_mask[d] & ~cb) | ks)) | (o->tmpl[d] & ~ks);
         chg = PT_CHG_ATTR;
     }
     if (kind == PT_LEAF && !((v ^ e) & ~g->ign_mask & ~cb))

@@ -37,6 +37,7 @@ struct pt_sh {
         uint64_t pa;
     } tk[MMP_PT_MAXLEV], ret[MMP_PT_MAXLEV + 1];
     uint64_t lk0; /* old value of the first entry pt_lock() holds */
+    uint8_t st_split; /* the state split_begin() gave the live slot's split table */
 };
 
 struct pt_op {

@@ -22,6 +22,7 @@
 #include <mmport/track.h>
 
 #include "pt_op.h"
+#include "pt_state.h"
 #include "pt_walk.h"
 
 struct trk {
@@ -29,6 +30,10 @@ struct trk {
     uint64_t va0, last;
     uint64_t *bm; /* NULL: no report */
     uint64_t count;
+    /* the last contiguous run reported: the walk shows a run of blocks one
+     * entry at a time, and its pages are reported (and counted) once */
+    uint64_t run_va;
+    bool run_seen;
     uint64_t chk, val, clr, set;
     /* the scan's filter (trk_run): a group of entries can hold a match
      * only if (fold ^ flip) & mm, fold the OR (or with neg the AND) of
@@ -131,8 +136,11 @@ static void changed(struct trk *w, unsigned d, uint64_t *t, unsigned lo, unsigne
 }
 
 /* A contiguous run holding slot k: its state is the OR of its entries (the
- * MMU may update any one of them); the entries in [a, b] are re-armed.
- * Returns the last slot of the run inside [a, b]. */
+ * MMU may update any one of them). Its pages in the range are reported;
+ * a run the range covers whole has its entries in [a, b] re-armed, one the
+ * range cuts none (its state also stands for its pages outside the range,
+ * which a later pass must still see). Returns the last slot of the run
+ * inside [a, b]. */
 static unsigned run(struct trk *w, struct pt_slot *s, unsigned k, unsigned a, unsigned b,
                     uint64_t base)
 {
@@ -143,10 +151,14 @@ static unsigned run(struct trk *w, struct pt_slot *s, unsigned k, unsigned a, un
     for (unsigned m = lo; m <= hi; m++)
         hit |= (pt_ld(&s->t[m]) & w->chk) == w->val;
     unsigned x = lo > a ? lo : a, y = hi < b ? hi : b;
-    if (hit) {
-        /* (the run may begin before slot a, the span's first) */
-        report(w, base + (uint64_t)lo * sz - (uint64_t)a * sz,
-               base + (uint64_t)(hi - a + 1) * sz - 1);
+    /* (the run may begin before slot a, the span's first) */
+    uint64_t rva = base + (uint64_t)lo * sz - (uint64_t)a * sz;
+    if (hit && (!w->run_seen || w->run_va != rva)) {
+        report(w, rva, rva + (uint64_t)R * sz - 1);
+        w->run_seen = true;
+        w->run_va = rva;
+    }
+    if (hit && rva >= w->va0 && rva + (uint64_t)R * sz - 1 <= w->last) {
         bool st = false;
         for (unsigned m = x; m <= y; m++) {
             uint64_t e = pt_ld(&s->t[m]);
@@ -474,15 +486,22 @@ static struct find find(const struct pt *pt, uint64_t va)
 
 /*
  * Entries [k0, k0 + n) of leaf table t (depth d) map one output range
- * starting at an n * sz aligned address with identical attributes (bits
- * the hardware changes aside), none contiguous: *pa, *attrs describe it.
+ * starting at an n * sz aligned address with identical attributes (their
+ * tracking state aside), none contiguous: *pa, *attrs describe it, and
+ * *re is the entry to re-map: one whose state (core/pt_state.h) the
+ * others' OR already holds, so the re-map, which may write it anew, loses
+ * nothing of the OR the fold gives the block or run (at most two entries
+ * hold a state bit alone, and n >= 16); if one has the state a new leaf
+ * starts with (software tracking presets the access flag), that one, so
+ * that the re-map adds nothing either.
  */
 static bool uniform(const struct pt *pt, unsigned d, const uint64_t *t, unsigned k0, unsigned n,
-                    uint64_t *pa, uint32_t *attrs)
+                    uint64_t *pa, uint32_t *attrs, unsigned *re)
 {
     const struct mmp_pt_geom *g = &pt->g;
     uint64_t sz = slot_sz(g, d), m = ~g->oa_mask[d] & ~g->ign_mask;
     uint64_t e0 = pt_ld(&t[k0]), pa0 = pt_oa(g, d, e0);
+    unsigned once = 0, more = 0; /* state bits held by one entry, by more */
     if (pt_kind(g, d, e0) != PT_LEAF || (pa0 & (n * sz - 1)))
         return false;
     for (unsigned k = 0; k < n; k++) {
@@ -490,9 +509,29 @@ static bool uniform(const struct pt *pt, unsigned d, const uint64_t *t, unsigned
         if (pt_kind(g, d, e) != PT_LEAF || (e & g->cont_bit) || pt_oa(g, d, e) != pa0 + k * sz ||
             (e & m) != (e0 & m))
             return false;
+        unsigned st = pt_st_of(g, e);
+        more |= once & st;
+        once |= st;
     }
-    *pa = pa0;
+    once &= ~more;
     *attrs = g->fmt->attrs(g, d, e0);
+    uint64_t tm = 0;
+    unsigned fresh = g->fmt->leaf(g, d, *attrs, &tm) ? 0 : pt_st_of(g, tm);
+    *re = k0 + n;
+    for (unsigned k = k0; k < k0 + n; k++) {
+        unsigned st = pt_st_of(g, pt_ld(&t[k]));
+        if (st & once)
+            continue;
+        if (*re == k0 + n)
+            *re = k;
+        if ((st & fresh) == fresh) {
+            *re = k;
+            break;
+        }
+    }
+    if (*re == k0 + n) /* (the state changed meanwhile) */
+        *re = k0;
+    *pa = pa0;
     return true;
 }
 
@@ -508,14 +547,15 @@ static void fold(struct mmp_pt *p, uint64_t lo, uint64_t hi)
     unsigned d = g->nlev - 1;
     uint64_t sz = slot_sz(g, d), pa;
     uint32_t attrs;
+    unsigned re;
     struct find f = find(pt, lo);
     if (!f.t || f.d != d)
         return; /* a block or a hole */
     unsigned n = (unsigned)pt_nent(g, d);
     uint64_t base = lo - (uint64_t)f.i * sz;
     if (lo == base && hi == base + n * sz - 1 && g->leaf_ok[d - 1] &&
-        !(pt->cfg_flags & MMP_PT_NO_BLOCKS) && uniform(pt, d, f.t, 0, n, &pa, &attrs)) {
-        mmp_pt_map(p, lo, pa, sz, attrs, MMP_MAP_REPLACE);
+        !(pt->cfg_flags & MMP_PT_NO_BLOCKS) && uniform(pt, d, f.t, 0, n, &pa, &attrs, &re)) {
+        mmp_pt_map(p, lo + (uint64_t)re * sz, pa + (uint64_t)re * sz, sz, attrs, MMP_MAP_REPLACE);
         return;
     }
     if (!g->cont[d] || (pt->cfg_flags & MMP_PT_NO_CONT))
@@ -524,8 +564,9 @@ static void fold(struct mmp_pt *p, uint64_t lo, uint64_t hi)
     for (unsigned k = (f.i + R - 1) & ~(R - 1); base + (uint64_t)(k + R) * sz - 1 <= hi; k += R) {
         /* (re-read: the previous fold may have freed nothing here, but a
          * run's table stays the same one) */
-        if (uniform(pt, d, f.t, k, R, &pa, &attrs))
-            mmp_pt_map(p, base + (uint64_t)k * sz, pa, sz, attrs, MMP_MAP_REPLACE);
+        if (uniform(pt, d, f.t, k, R, &pa, &attrs, &re))
+            mmp_pt_map(p, base + (uint64_t)re * sz, pa + (uint64_t)(re - k) * sz, sz, attrs,
+                       MMP_MAP_REPLACE);
     }
 }
 
@@ -536,11 +577,11 @@ static __attribute__((noinline)) int unmark(struct pt *pt, uint64_t va, uint64_t
     const struct mmp_pt_geom *g = &pt->g;
     struct trk w;
     __builtin_memset(&w, 0, sizeof w);
-    /* marked -> unmarked, writable and accessed: the state map gives a
-     * leaf here (A/AF preset), which folding back needs */
+    /* marked -> unmarked and writable; the access flag stays as it is
+     * (a fold gives the block the OR) */
     w.chk = w.val = g->trk_m;
     w.clr = g->trk_m | g->trk_w;
-    w.set = g->trk_w_on | g->trk_a;
+    w.set = g->trk_w_on;
     int rc = trk_run(&w, pt, va, last);
     mmp_core_pt_call_end(pt);
     return rc;

@@ -69,6 +69,7 @@ struct pt_slot {
     uint8_t d;
     uint8_t kind;   /* PT_INV / PT_TABLE / PT_LEAF */
     uint8_t tag;    /* free for the visitor */
+    uint8_t st;     /* free for the visitor */
     uint8_t vkind;  /* t == NULL: the kind of every entry */
     bool priv;      /* t is not linked yet (built by this call) */
     bool vonly;     /* pt_validate(): walked for soundness only */

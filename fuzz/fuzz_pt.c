@@ -34,6 +34,16 @@
  *        granule-aligned and has only known flags;
  *      * contiguous runs are whole and consistent whenever the table is
  *        observed (D8.6.1), leaves hold no bits mmport never writes.
+ *  - a tracking model (tests/model/trk_model.c), for every other input of
+ *    a layout, made with MMP_PT_TRACK_HW: the input plays the MMU, which
+ *    records an access or a write in the leaf's descriptor between calls
+ *    - in a contiguous run in any one entry of the run (Arm ARM D8.6.1,
+ *    D8.4.6/7), chosen by the input - and calls harvest, test-clear-young,
+ *    start and stop; every page recorded must be reported by the next
+ *    pass over it, whatever map, unmap, protect, fold, split, start or
+ *    stop came between (unmap and replace forget pages; a protect that
+ *    takes write permission away forgets arm64 dirty state), and *count
+ *    must be the number of bits set.
  *
  * Input: byte 0 layout (below 224: one of the first 28, the 48-bit input
  * spaces, byte % 28; from 224: one of the wide ones, so that inputs keep
@@ -52,6 +62,7 @@
 #include <mmport/mmport.h>
 
 #include "../tests/model/pt_model.h"
+#include "../tests/model/trk_model.h"
 
 #define MAX_OP_BYTES (4ull << 30) /* bound the entries one operation writes */
 #define MAX_OP_BYTES_SMALL (32ull << 20) /* ... when blocks are off */
@@ -115,6 +126,7 @@ struct rec {
     uint64_t va, size, pa;
     uint32_t attrs;
     uint8_t cont, level;
+    uint64_t *desc; /* where the decoder read it */
 };
 
 struct recs {
@@ -155,6 +167,7 @@ struct env {
     enum mmp_pt_format fmt;
     int el2, x86, sign, ept, npt, xo, fwb; /* x86: the x86 geometry (EPT, NPT too) */
     int mbec;     /* EPT mode-based execute control: bit 10 user-mode execute */
+    int hw;       /* MMP_PT_TRACK_HW: A/D left to the MMU; arm64 AF clear, writable = DBM */
     int lpa2, lpa; /* arm64 52-bit descriptors: DS = 1 (4K/16K), FEAT_LPA (64K) */
     uint64_t max_leaf;
     uint64_t ceiling; /* the default flush ceiling of the format (pt.h) */
@@ -174,7 +187,7 @@ struct env {
 /* What the inputs replayed so far exercised (printed by the replay). */
 static struct {
     uint64_t layouts;
-    uint32_t cfl, ranges, pab, mflags, wins, lazy, kinds, maxleaf;
+    uint32_t cfl, ranges, pab, mflags, wins, lazy, kinds, maxleaf, trk;
     unsigned p2v_offset, fill_set;
     unsigned long changes, flushes, unlinked, freed_checked, ops;
 } cov;
@@ -484,17 +497,19 @@ static void arm_leaf(const struct env *e, uint64_t d, int level, uint64_t va,
      * which then hold no shareability (TCR/VTCR.SH0 gives it, checked with
      * the registers); 64K with FEAT_LPA: OA[51:48] in bits 15:12. */
     uint64_t oa = d & bits(47, sh), below = sh > 12 ? bits(sh - 1, 12) : 0;
+    uint64_t dbm = e->hw ? 1ull << 51 : 0; /* DBM: writable, the MMU keeps it dirty or clean */
     if (e->lpa2) {
         oa = (d & bits(49, sh)) | ((d >> 8) & 3) << 50;
-        if (d & bits(51, 50))
-            bad(va, level, d, "bits 51:50 set (DBM, GP: never written)");
+        if (d & bits(51, 50) & ~dbm)
+            bad(va, level, d, "bits 51:50 set (DBM without TRACK_HW, GP: never written)");
     } else {
         if (e->lpa) {
             oa |= ((d >> 12) & 0xf) << 48;
             below = sh > 16 ? bits(sh - 1, 16) : 0;
         }
-        if (d & bits(51, 48))
-            bad(va, level, d, "bits 51:48 set (OA beyond 48 bits, DBM, GP: never written)");
+        if (d & bits(51, 48) & ~dbm)
+            bad(va, level, d, "bits 51:48 set (OA beyond 48 bits, DBM without TRACK_HW, GP: "
+                              "never written)");
         if (((d >> 8) & 3) == 1)
             bad(va, level, d, "SH = 0b01 is reserved");
     }
@@ -504,8 +519,8 @@ static void arm_leaf(const struct env *e, uint64_t d, int level, uint64_t va,
         bad(va, level, d, "software / PBHA bits 63:55 set (mmport writes none)");
     if (e->pa_bits < 52 && oa >> e->pa_bits)
         bad(va, level, d, "output address beyond pa_bits");
-    if (!(d & (1ull << 10)))
-        bad(va, level, d, "AF clear: every access would fault");
+    if (!(d & (1ull << 10)) && !e->hw)
+        bad(va, level, d, "AF clear without TRACK_HW: every access would fault");
     r->pa = oa;
     r->size = 1ull << sh;
     r->cont = (d >> 52) & 1;
@@ -517,14 +532,14 @@ static void arm_leaf(const struct env *e, uint64_t d, int level, uint64_t va,
         r->attrs = e->fwb ? s2_fwb_mem((d >> 2) & 0xf, va) : s2_mem((d >> 2) & 0xf, va);
         if (ap & 1)
             r->attrs |= MMP_PROT_READ;
-        if (ap & 2)
+        if ((ap & 2) || (d & dbm))
             r->attrs |= MMP_PROT_WRITE;
         if (!xn)
             r->attrs |= MMP_PROT_EXEC;
         return;
     }
     r->attrs = MMP_PROT_READ | mair_mem(e, (d >> 2) & 7, va);
-    if (!(ap & 2) && !h->no_w)
+    if ((!(ap & 2) || (d & dbm)) && !h->no_w)
         r->attrs |= MMP_PROT_WRITE;
     if (e->el2) { /* single-range regime: AP[1] RES1, one XN bit (54), no nG */
         if (!(ap & 1))
@@ -591,7 +606,7 @@ static void decode(struct env *e, struct tpage *pg, unsigned d, uint64_t base, u
                 if (leaf && level > 3)
                     bad(va, level, x, "bit 7 set in an EPT PML4E/PML5E (misconfiguration)");
                 if (leaf) {
-                    struct rec r = {.va = va, .level = (uint8_t)level};
+                    struct rec r = {.va = va, .level = (uint8_t)level, .desc = &t[i]};
                     ept_leaf(e, x, level, va, &h, &r);
                     recs_push(out, &r);
                 } else {
@@ -620,7 +635,7 @@ static void decode(struct env *e, struct tpage *pg, unsigned d, uint64_t base, u
                 if (leaf && level > 3)
                     bad(va, level, x, "PS set in a PML4E/PML5E (reserved)");
                 if (leaf) {
-                    struct rec r = {.va = va, .level = (uint8_t)level};
+                    struct rec r = {.va = va, .level = (uint8_t)level, .desc = &t[i]};
                     x86_leaf(e, x, level, va, &h, &r);
                     recs_push(out, &r);
                 } else {
@@ -671,7 +686,7 @@ static void decode(struct env *e, struct tpage *pg, unsigned d, uint64_t base, u
                     bad(va, level, x, "descriptor type 0b01 at level 3 is reserved");
                 if (!(x & 2) && !block_ok(e, level))
                     bad(va, level, x, "block descriptor at a level without blocks");
-                struct rec r = {.va = va, .level = (uint8_t)level};
+                struct rec r = {.va = va, .level = (uint8_t)level, .desc = &t[i]};
                 arm_leaf(e, x, level, va, &h, &r);
                 recs_push(out, &r);
             }
@@ -1330,10 +1345,10 @@ void fuzz_report(void)
            cov.ops, cov.changes, cov.flushes, cov.unlinked, cov.freed_checked);
     printf("covered: layouts %u/%zu, create flags %#x, flush_ranges %u/9, pa_bits %u/4, "
            "max_leaf %u/3, map flags %#x, windows %u/4, lazy ops %u/5, op kinds %u/8, offset phys_to_virt %s, "
-           "set-bit fill %s\n",
+           "set-bit fill %s, tracking ops %u/8\n",
            popc(cov.layouts), NCFGS, cov.cfl, popc(cov.ranges), popc(cov.pab), popc(cov.maxleaf & 7), cov.mflags,
            popc(cov.wins), popc(cov.lazy), popc(cov.kinds), cov.p2v_offset ? "yes" : "no",
-           cov.fill_set ? "yes" : "no");
+           cov.fill_set ? "yes" : "no", popc(cov.trk));
 }
 
 static int attempt_failing_at(struct mmp_pt *pt, struct env *e, const struct op *o, long k,
@@ -1355,6 +1370,80 @@ static int attempt_failing_at(struct mmp_pt *pt, struct env *e, const struct op 
         fail(what, "a failed call changed a translation");
     fuzz_pt_injected++;
     return rc;
+}
+
+/* ---- the MMU's tracking and the passes ------------------------------------ */
+
+/* The shadow copy takes a change that is the MMU's, not the library's. */
+static void shadow_set(struct env *e, const uint64_t *p, uint64_t v)
+{
+    for (unsigned i = 0; i < e->npg; i++) {
+        struct tpage *pg = &e->pg[i];
+        if (pg->live && (uintptr_t)p - (uintptr_t)pg->mem < pg->bytes) {
+            pg->shadow[p - pg->mem] = v;
+            return;
+        }
+    }
+}
+
+/*
+ * The guest accesses (write: writes) va and the MMU records it in the
+ * leaf's descriptor as the manuals say (SDM 3A 4.8: A, D; 3C 29.3.5: EPT
+ * A bit 8, D bit 9; Arm ARM D8.4.6/7: AF, and a DBM leaf made writable -
+ * AP[2] cleared, S2AP[1] set); in a contiguous run in entry `pick` of the
+ * run, whichever page of it was accessed (D8.6.1). Returns -1 (nothing
+ * mapped: the access would fault), 0 (an access, or a write the page does
+ * not allow: the MMU records only the access) or 1 (a write recorded).
+ */
+static int mmu_access(struct env *e, uint64_t va, int write, unsigned pick)
+{
+    snapshot(e);
+    size_t i = first_ending_at_or_after(&e->m, va);
+    if (i == e->m.n || e->m.v[i].va > va)
+        return -1;
+    const struct rec *r = &e->m.v[i];
+    uint64_t *p = r->desc;
+    if (r->cont) {
+        unsigned n = run_entries(e, r->level);
+        p = r->desc - (r->va & (r->size * n - 1)) / r->size + pick % n;
+    }
+    write = write && (r->attrs & MMP_PROT_WRITE);
+    uint64_t d = *p;
+    if (e->ept)
+        d |= 1ull << 8 | (write ? 1ull << 9 : 0);
+    else if (e->x86)
+        d |= 1ull << 5 | (write ? 1ull << 6 : 0);
+    else if ((d |= 1ull << 10), write && (d >> 51 & 1))
+        d = e->fmt == MMP_PT_ARM64_S2 ? d | 1ull << 7 : d & ~(1ull << 7);
+    *p = d;
+    shadow_set(e, p, d);
+    return write;
+}
+
+/*
+ * A harvest (young: a test-clear-young) of the n pages from va, checked
+ * against the tracking model: every page owed a report is reported, and
+ * *count is the number of bits set.
+ */
+static void track_pass(struct mmp_pt *pt, struct env *e, struct trk_model *tm, uint64_t va,
+                       uint64_t mva, uint64_t n, int young, const char *what)
+{
+    uint64_t *bm = calloc(n / 64 + 1, 8), cnt = ~0ull, set = 0, missed;
+    if (!bm)
+        abort();
+    uint64_t sz = n << e->gs;
+    int rc = young ? mmp_pt_test_clear_young(pt, va, sz, bm, &cnt)
+                   : mmp_pt_track_harvest(pt, va, sz, bm, &cnt);
+    if (rc)
+        FAILF(what, "returned %d", rc);
+    for (uint64_t j = 0; j < n / 64 + 1; j++)
+        set += popc(bm[j]);
+    if (cnt != set)
+        FAILF(what, "*count %llu, %llu bits set", (ull)cnt, (ull)set);
+    if (trk_model_pass(tm, young ? TRK_YOUNG : TRK_DIRTY, mva, 1ull << e->gs, n, bm, &missed))
+        FAILF("track model", "%s: page va %#llx was %s (the MMU recorded it) and is not reported",
+              what, (ull)(va + (missed - mva)), young ? "accessed" : "written");
+    free(bm);
 }
 
 /* ---- the target ------------------------------------------------------------- */
@@ -1385,6 +1474,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cfl |= (data[2] / 36) & 1 ? MMP_PT_EPT_AD : 0;
     }
     cfl |= fc->flags & ~PA52;
+    /* Hardware tracking for every other input of a layout (odd byte 0 /
+     * 28, or for the wide layouts (byte 0 - 224) / 8: the layout stays
+     * what byte 0 picks); EPT needs its A/D flags for it. */
+    int hw = (data[0] < WIDE_FROM ? data[0] / NBASE : (data[0] - WIDE_FROM) / (NCFGS - NBASE)) & 1;
+    if (hw && (fc->format != MMP_PT_X86_EPT || (cfl & MMP_PT_EPT_AD)))
+        cfl |= MMP_PT_TRACK_HW;
     /* arm64: 52 selects the 52-bit descriptor layouts (FEAT_LPA2 / FEAT_LPA) */
     static const uint32_t pab_x86[] = {0, 36, 40, 46}, pab_arm[] = {0, 32, 40, 52};
     uint32_t pa_bits = fc->flags & PA52 ? 52 : (x86 ? pab_x86 : pab_arm)[(data[2] / 9) % 4];
@@ -1441,6 +1536,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     e.nlev = info.levels;
     e.start = info.start_level;
     e.mbec = (cfl & MMP_PT_EPT_MBEC) != 0;
+    e.hw = (cfl & MMP_PT_TRACK_HW) != 0;
     e.pa_bits = pab;
     e.va_bits = fc->va_bits;
     e.mair = info.mair;
@@ -1503,6 +1599,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     struct pt_model m;
     pt_model_init(&m);
+    struct trk_model tm;
+    trk_model_init(&tm);
     char what[200];
     long fail_next = 0;
     struct lazy_track lz = {0, 0};
@@ -1565,6 +1663,50 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (o.kind == OP_LAZY)
             cov.lazy |= 1u << (b[1] % 5);
 
+        /* Hardware tracking: a lookup with attrs bit 7 is the MMU's access
+         * or write at an arbitrary byte (bits 3:0 with count pick the
+         * entry of a run), or a harvest, young scan, start or stop. */
+        if (o.kind == OP_LOOKUP && e.hw && (b[7] & 0x80)) {
+            unsigned sub = (b[7] >> 4) & 7;
+            uint64_t a = o.va + (b[4] | b[5] << 8) % o.len, mva = model_va(&w, win, o.va);
+            cov.trk |= 1u << sub;
+            if (sub <= 2 || sub == 7) {
+                int wr = mmu_access(&e, a, sub != 2, (unsigned)(b[6] | (b[7] & 0xf) << 8));
+                uint64_t pg = model_va(&w, win, a & ~((1ull << e.gs) - 1));
+                if (wr >= 0)
+                    trk_model_add(&tm, TRK_YOUNG, pg);
+                if (wr > 0)
+                    trk_model_add(&tm, TRK_DIRTY, pg);
+                if (trace)
+                    fprintf(stderr, "mmu %s va %#llx -> %d\n", sub != 2 ? "write" : "access",
+                            (ull)a, wr);
+                continue;
+            }
+            /* start and stop split and fold: at most 32 MiB (table pages) */
+            if (sub >= 5 && o.len > (32ull << 20))
+                o.len = 32ull << 20;
+            static const char *const tn[] = {"harvest", "test-clear-young", "track start",
+                                             "track stop"};
+            snprintf(what, sizeof what, "%s va=%#llx len=%#llx", tn[sub - 3], (ull)o.va,
+                     (ull)o.len);
+            if (trace)
+                fprintf(stderr, "%s ...\n", what);
+            int rc = 0;
+            if (sub <= 4)
+                track_pass(&pt, &e, &tm, o.va, mva, o.len >> e.gs, sub == 4, what);
+            else if (sub == 5)
+                rc = mmp_pt_track_start(&pt, o.va, o.len, NULL);
+            else
+                rc = mmp_pt_track_stop(&pt, o.va, o.len);
+            if (rc)
+                FAILF(what, "returned %d", rc);
+            if (sub == 5) /* dirty since start: what came before is forgotten */
+                trk_model_drop(&tm, TRK_DIRTY, mva, o.len);
+            if (quiet_now(&lz))
+                quiescent(&e, what);
+            check(&pt, &m, &e, &w, cfl, what);
+            continue;
+        }
         if (o.kind == OP_LOOKUP) { /* at an arbitrary byte */
             struct mmp_pt_leaf l;
             uint64_t a = o.va + (b[4] | b[5] << 8) % o.len, mpa;
@@ -1641,6 +1783,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FAILF(what, "returned %d, expected %d", rc, want);
         if (rc == 0)
             model_apply(&m, &w, win, &o);
+        if (rc == 0 && o.kind != OP_PROTECT) { /* gone, or mapped anew */
+            trk_model_drop(&tm, TRK_DIRTY, model_va(&w, win, o.va), o.len);
+            trk_model_drop(&tm, TRK_YOUNG, model_va(&w, win, o.va), o.len);
+        } else if (rc == 0 && !e.x86 && !(o.attrs & MMP_PROT_WRITE)) {
+            /* arm64 has no dirty read-only leaf: write-protecting drops it */
+            trk_model_drop(&tm, TRK_DIRTY, model_va(&w, win, o.va), o.len);
+        }
         if (quiet_now(&lz))
             quiescent(&e, what);
         check(&pt, &m, &e, &w, cfl, what);
@@ -1669,6 +1818,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (e.live != 0)
         fail("fini", "table pages leaked");
     pt_model_free(&m);
+    trk_model_free(&tm);
     free(e.m.v);
     free(e.st);
     return 0;

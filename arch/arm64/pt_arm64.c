@@ -130,7 +130,6 @@ static int arm64_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, bo
      * ARM D8.3.1: an invalid descriptor's bits [63:1] are ignored). */
     g->lock_bit = 1ull << 58;
     g->cont_bit = A_CONT;
-    g->ign_mask = 0;
     /*
      * Tracking (core/pt_track.c). Bit 7 is the write permission both ways
      * round: AP[2] set = read-only (stage 1), S2AP[1] set = writable
@@ -138,13 +137,15 @@ static int arm64_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, bo
      * 0487 K.a "Hardware management of the Access flag / dirty state") the
      * MMU sets AF and makes DBM leaves writable on a write, so those bits
      * are ones the hardware changes; otherwise software marks tracked,
-     * write-protected leaves with bit 55.
+     * write-protected leaves with bit 55. AF is state, never an attribute,
+     * either way (test_clear_young clears it, the fault calls set it).
      */
     g->trk_w = A_AP2;
     g->trk_w_on = s2 ? A_AP2 : 0;
     g->trk_a = A_AF;
     g->trk_hw = (cfg->flags & MMP_PT_TRACK_HW) != 0;
     g->trk_m = g->trk_hw ? A_DBM : A_TRK_SW;
+    g->ign_mask = A_AF;
     if (g->trk_hw) {
         g->ign_mask = A_AF | A_AP2;
         g->features |= MMP_PT_FEAT_HAFDBS;
@@ -352,13 +353,19 @@ static uint64_t arm64_child(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
  * With FEAT_BBM level 2 and no conflict aborts (MMP_PT_BBML2, D8.16
  * "Support levels for changing block size"), a change of block size or
  * contiguity alone, every translation kept, needs no break; with the
- * output address or attributes changing too it still does.
+ * output address or attributes changing too it still does. Not with the
+ * hardware updating AF and the dirty state (MMP_PT_TRACK_HW): until the
+ * flush a TLB may still hold the old block or run and the MMU record an
+ * access through it in the descriptor that is now a table, or in any one
+ * entry of the run that now maps one page only (D8.4.6/7, D8.6.1): written
+ * in place, that state would be lost or given to the wrong page. Broken,
+ * the entries keep their state (core/pt_state.h) for the new ones.
  */
 static bool arm64_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_t old, uint64_t nw,
                             unsigned chg)
 {
     if (chg & (PT_CHG_SIZE | PT_CHG_CONT | PT_CHG_OA))
-        return !(g->fmt_flags & MMP_PT_BBML2) || (chg & (PT_CHG_OA | PT_CHG_ATTR));
+        return !(g->fmt_flags & MMP_PT_BBML2) || g->trk_hw || (chg & (PT_CHG_OA | PT_CHG_ATTR));
     uint32_t a = g->fmt->attrs(g, d, old), b = g->fmt->attrs(g, d, nw);
     return ((a ^ b) & MMP_MEM_MASK) != 0 || (b & ~a & MMP_PROT_GLOBAL) != 0;
 }

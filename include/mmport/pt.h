@@ -140,7 +140,11 @@ enum mmp_pt_config_flag {
      * no other address of the block is ever unmapped. Without it such a
      * change breaks (invalid, flush, write) the one block or contiguous run
      * being split. A change of size together with the output address or
-     * attributes breaks either way. -EINVAL for the x86 formats.
+     * attributes breaks either way, and so does every change of size or
+     * contiguity of a table with MMP_PT_TRACK_HW (until the flush the MMU
+     * may record an access through the old block or run in an entry that
+     * no longer stands for it: the break keeps that state exact,
+     * include/mmport/track.h). -EINVAL for the x86 formats.
      */
     MMP_PT_BBML2 = 1u << 13,
     /**

@@ -41,10 +41,39 @@
  * arm64 contiguous runs: the Arm ARM (D8.6.1, D8.4.6/7) lets the MMU update
  * the access or dirty state of any one entry of a run for an access to any
  * page of it, so a run's state is the OR of its entries: when one entry of
- * a run is dirty (young), every page of the run in the range is reported,
- * and the run's entries in the range are re-armed. mmp_pt_track_start()
- * unmakes the runs (and splits the blocks) of its range, so reports are
- * per page there.
+ * a run is dirty (young), every page of the run in the range is reported.
+ * A pass that covers the whole run re-arms it; one that covers part of it
+ * re-arms none of its entries (the state may stand for a page outside the
+ * range), so that part is reported again until a pass covers the run.
+ * mmp_pt_track_start() unmakes the runs (and splits the blocks) of its
+ * range, so reports are per page there.
+ *
+ * What the calls keep. A leaf's state (accessed, dirty) goes with its
+ * translation through every change of the leaf's shape, never lost, at
+ * worst reported for more pages than were touched:
+ * - a block split (by start, or by a map, unmap or protect of part of it)
+ *   gives every new leaf the block's state; a run unmade (by start, or by
+ *   a change of part of it) gives each entry that stays the run's OR;
+ * - a fold (a map that completes a block or a run, or stop) gives the
+ *   block or run the OR of the leaves it folds;
+ * - mmp_pt_protect() keeps the state of the leaves it changes, except
+ *   that on arm64 a leaf made read-only loses its dirty state (no
+ *   read-only leaf can be dirty there; x86 and EPT keep D);
+ * - a map (MMP_MAP_REPLACE too) makes new leaves with no state (without
+ *   MMP_PT_TRACK_HW the access flag is preset), and unmap drops it;
+ * - start clears the dirty state of its range (writes before it are not
+ *   reported) and keeps the access flags; harvest and test_clear_young
+ *   report and re-arm theirs; stop keeps everything but the software dirty
+ *   state (mmp_pt_track_stop()).
+ * So migration's last steps, a final harvest with the guest stopped and
+ * then stop, lose nothing, and with MMP_PT_TRACK_HW a harvest after stop
+ * still reports every page written since the last harvest.
+ * Against the MMU within one call: a change of size or contiguity of a
+ * hardware-tracked arm64 table breaks (also with MMP_PT_BBML2) and reads
+ * the state after the break; a split replaces its leaf with a compare-and-
+ * swap, handing what the MMU recorded meanwhile to the new leaves; an x86
+ * fold in place flushes at once and adds what stale walks recorded in the
+ * old table.
  *
  * Concurrency: start, stop and harvest are writer calls (serialised by the
  * caller like map and unmap). mmp_pt_dirty_fault() and mmp_pt_young_fault()
@@ -86,9 +115,10 @@ struct mmp_track_opts {
 
 /**
  * Put [va, va+size) under dirty tracking: blocks are split and contiguous
- * runs unmade down to the granule (translations unchanged), then every
- * writable leaf is made clean (D cleared; or write-protected and marked,
- * arm64 DBM leaves write-protected). Holes are skipped; leaves mapped
+ * runs unmade down to the granule (translations unchanged; each new leaf
+ * with the block's or the run's state, above), then every writable leaf
+ * is made clean (D cleared; or write-protected and marked, arm64 DBM
+ * leaves write-protected); access flags stay. Holes are skipped; leaves mapped
  * later are tracked only with MMP_PT_TRACK_HW (a later mmp_pt_protect or
  * map of a tracked page ends its tracking in software mode). Works in
  * chunks of opts->chunk bytes, each split, armed and flushed before
@@ -105,8 +135,12 @@ MMP_API int mmp_pt_track_start(struct mmp_pt *pt, uint64_t va, uint64_t size,
  * Fill @p bitmap with the pages of [va, va+size) dirtied since the last
  * harvest (or start) and re-arm them, with one coalesced TLB flush before
  * returning (also inside a lazy section: the flush is what makes the
- * report complete, the ordering in track.h). Each write is reported by
- * exactly one harvest. *count (if not NULL) gets the number of bits set.
+ * report complete, the ordering in track.h). Each write is reported by the
+ * next harvest whose range holds its page, and again only after a new
+ * write - where the page is in a block or a contiguous run, with the
+ * block's or run's other pages (a run the range cuts: by each harvest
+ * until one covers the run whole). *count (if not NULL) gets the number of
+ * bits set.
  * Errors: -EINVAL (NULL pt or bitmap, misaligned, size 0); -EOVERFLOW;
  * -ERANGE.
  */
@@ -115,12 +149,15 @@ MMP_API int mmp_pt_track_harvest(struct mmp_pt *pt, uint64_t va, uint64_t size,
 
 /**
  * End tracking of [va, va+size): software-tracked leaves get their write
- * permission back (whatever their state: harvest first to keep it) and
- * their access flag set (as mapped: it is preset without TRACK_HW), then
- * each block-sized region and contiguous run whose pages again map one
- * aligned output range with identical attributes is folded back into a
- * block or a run (not with MMP_PT_NO_FOLD). A hardware-tracked table
- * keeps its leaves as they are (the state the MMU keeps is the normal one).
+ * permission back (their dirty state goes: harvest first to keep it; the
+ * access flags stay), then each block-sized region and contiguous run
+ * whose pages again map one aligned output range with identical
+ * attributes (their state aside) is folded back into a block or a run
+ * (not with MMP_PT_NO_FOLD), which carries the OR of their state. A
+ * hardware-tracked table loses no state: a harvest after stop reports
+ * every page written since the last harvest (with its whole block), and
+ * test_clear_young every page accessed since the last scan. (A block or
+ * run folded back in software mode may come back accessed.)
  * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for mmp_pt_track_harvest() (no bitmap);
  * -ENOMEM is never returned: a fold that finds no memory is left undone.
  */
@@ -130,7 +167,9 @@ MMP_API int mmp_pt_track_stop(struct mmp_pt *pt, uint64_t va, uint64_t size);
  * Test and clear the access flag (x86 A, EPT A, arm64 AF) of every leaf in
  * [va, va+size): the pages whose flag was set go into @p bitmap (every
  * page of a block or contiguous run in the range), flags are cleared with
- * atomic updates and one coalesced flush follows. With MMP_PT_TRACK_HW the
+ * atomic updates (none of a run the range cuts, as for harvest) and one
+ * coalesced flush follows. *count (if not NULL) gets the number of bits
+ * set. With MMP_PT_TRACK_HW the
  * MMU sets the flags again on access; without it on arm64 an access to a
  * cleared page takes an Access flag fault, which the caller passes to
  * mmp_pt_young_fault() (x86 MMUs always set A).
