@@ -971,11 +971,6 @@ PT_VISITOR int chg_entry(void *ctx, struct pt_slot *s)
             drop_table(o, s);
             return PT_SKIP;
         }
-        /* A whole table protect rewrites needs nothing: its entries are
-         * checked as the commit reaches them (chg_one; a second pass over
-         * every leaf would double protect's cost, docs/pagetables.md). */
-        if (s->full && o->prep && o->kind == OP_PROT)
-            return PT_SKIP;
         s->tag = T_TABLE;
         return pt_descend(s, pt_child(o->pt, s->e), PT_TABLE, s->priv);
     }
@@ -1521,9 +1516,10 @@ static inline __attribute__((always_inline)) int pt_run(struct pt_op *o, uint64_
         pt_walk(&map_visitor, o, pt, nlev, 0, pt->root, false, va, last);
     else if (pt_walk(&chg_visitor, o, pt, nlev, 0, pt->root, false, va, last) < 0)
         o->eio = true;
-    /* Empty: the commit took what the prepare counted - unless a protect
-     * met a corrupted entry in a whole table its prepare did not read
-     * (-EIO; what it changed before is flushed as usual). */
+    /* Empty: the commit took what the prepare counted. The prepare pass
+     * read every entry the commit changes, so the commit meets a reserved
+     * one only if something else wrote it in between (a stray DMA write):
+     * it is left as it was, and -EIO says so. */
     unreserve(o);
     mmp_core_pt_call_end(pt);
     return o->eio ? -MMP_EIO : 0;

@@ -381,41 +381,57 @@ START_TEST(eio_is_linux_value)
 END_TEST
 
 /*
- * A protect over whole tables does not read their leaves twice (its
- * prepare pass skips them: protect at map speed); a reserved leaf there
- * is met by the commit, which leaves it as it was, changes the rest and
- * returns -EIO. Formats: an arm64 level-3 0b01, an x86 leaf address bit
- * above pa_bits, an EPT write-only leaf.
+ * A protect over whole tables whose leaves hold a reserved one fails with
+ * -EIO and changes nothing: not the tables before it, not the rest of its
+ * own table (the prepare pass reads every leaf the commit will change).
+ * The reserved leaf sits in the second of two whole tables, so the first
+ * would have been changed by then. Formats: an arm64 level-3 0b01 (stage
+ * 1 and 2), an x86 leaf address bit above pa_bits, an EPT write-only leaf.
  */
-START_TEST(protect_whole_table_leaves_a_reserved_leaf)
+START_TEST(protect_whole_tables_with_a_reserved_leaf_changes_nothing)
 {
     static const struct {
         struct mmp_pt_config c;
         uint64_t amask, flip_set, flip_clear;
     } cases[] = {
         {{MMP_PT_ARM64_S1, 4096, 48, 0, 0, 0, 0, 0}, ARM_A, 0, 2},
+        {{MMP_PT_ARM64_S2, 4096, 48, 0, 0, 0, 0, 0}, ARM_A, 0, 2},
         {{MMP_PT_X86_64, 4096, 48, 40, 0, 0, 0, 0}, X86_A, 1ull << 45, 0},
+        {{MMP_PT_X86_NPT, 4096, 48, 40, 0, 0, 0, 0}, X86_A, 1ull << 45, 0},
         {{MMP_PT_X86_EPT, 4096, 48, 0, 0, 0, 0, 0}, X86_A, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct renv *e = renv_new(&cases[i].c);
-        ck_assert_int_eq(mmp_pt_map(&e->pt, 0, G1, M2, RW, MMP_MAP_NO_BLOCK | MMP_MAP_NO_CONT), 0);
-        uint64_t *p = slot_at(e, 4, cases[i].amask, 100 * G4K, 3);
+        ck_assert_int_eq(
+            mmp_pt_map(&e->pt, 0, G1, 2 * M2, RW, MMP_MAP_NO_BLOCK | MMP_MAP_NO_CONT), 0);
+        uint64_t *p = slot_at(e, 4, cases[i].amask, M2 + 100 * G4K, 3);
         uint64_t bad = (*p | cases[i].flip_set) & ~cases[i].flip_clear;
         *p = bad;
-        ck_assert_int_eq(mmp_pt_protect(&e->pt, 0, M2, RO), -MMP_EIO);
+        struct mmp_pt_stats a, b;
+        mmp_pt_stats(&e->pt, &a);
+        for (int w = 0; w < 3; w++) { /* both tables, the second alone, a part */
+            uint64_t va = w == 1 ? M2 : 0, size = w == 2 ? M2 + 101 * G4K : 2 * M2 - va;
+            ck_assert_int_eq(mmp_pt_protect(&e->pt, va, size, RO), -MMP_EIO);
+        }
+        mmp_pt_stats(&e->pt, &b);
         ck_assert_uint_eq(*p, bad);
+        ck_assert_uint_eq(b.entries_written, a.entries_written);
+        ck_assert_uint_eq(b.flushes, a.flushes);
+        ck_assert_uint_eq(b.bbm, a.bbm);
         struct mmp_pt_leaf l;
-        for (uint64_t k = 0; k < 512; k++) {
-            if (k == 100)
+        for (uint64_t k = 0; k < 1024; k++) {
+            if (k == 512 + 100)
                 continue;
             ck_assert_int_eq(mmp_pt_lookup(&e->pt, k * G4K, &l), 0);
-            ck_assert_uint_eq(l.attrs & MMP_PROT_WRITE, 0);
+            ck_assert_msg(l.attrs & MMP_PROT_WRITE, "case %zu: page %llu changed", i,
+                          (unsigned long long)k);
             ck_assert_uint_eq(l.pa, G1 + k * G4K);
         }
-        ck_assert_int_eq(mmp_pt_lookup(&e->pt, 100 * G4K, &l), -MMP_EIO);
+        ck_assert_int_eq(mmp_pt_lookup(&e->pt, M2 + 100 * G4K, &l), -MMP_EIO);
+        /* outside the damaged table: protected as usual */
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, 0, M2, RO), 0);
         *p = 0;
-        ck_assert_int_eq(mmp_pt_protect(&e->pt, 0, M2, RW), 0);
+        ck_assert_int_eq(mmp_pt_protect(&e->pt, 0, 2 * M2, RW), 0);
         renv_free(e);
     }
 }
@@ -435,6 +451,6 @@ Suite *mmp_suite_pt_robust(void)
     MMP_ADD(s, init_over_live_is_ebusy);
     MMP_ADD(s, calls_without_a_live_table);
     MMP_ADD(s, eio_is_linux_value);
-    MMP_ADD(s, protect_whole_table_leaves_a_reserved_leaf);
+    MMP_ADD(s, protect_whole_tables_with_a_reserved_leaf_changes_nothing);
     return s;
 }

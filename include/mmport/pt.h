@@ -544,12 +544,9 @@ MMP_API int mmp_pt_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size);
 /**
  * Change the attributes of every mapping in [va, va+size), splitting
  * blocks and unfolding contiguous runs at the ends. Holes are skipped.
- * Errors: as unmap, plus -EINVAL for unknown attrs. One exception to
- * "nothing changed" for -EIO: protect does not read the leaves of tables
- * the range covers whole before it changes them (that would double its
- * cost), so a reserved entry there is met on the way: it is left as it
- * was, the rest of the range is changed (and flushed), and the call
- * returns -EIO.
+ * Errors: as unmap, plus -EINVAL for unknown attrs; -EIO (an entry in the
+ * range, or on the way to it, is reserved: nothing changed - every leaf
+ * the call would change is read before the first store).
  */
 MMP_API int mmp_pt_protect(struct mmp_pt *pt, uint64_t va, uint64_t size, uint32_t attrs);
 
