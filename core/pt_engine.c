@@ -87,7 +87,7 @@ static void unreserve(struct pt_op *o)
         uint64_t pa = o->res_pa;
         o->res = (void *)(uintptr_t)p[0];
         o->res_pa = p[1];
-        pt->ops.free_table(pt->ops.ctx, p, pa, gran(o->g));
+        pt_free_page(pt, p, pa); /* (never linked; a corrupted table may) */
         pt_pages_add(&o->st->table_pages, -1);
     }
     o->nres = 0;
@@ -113,7 +113,7 @@ static int reserve(struct pt_op *o, long n)
             return -MMP_ENOMEM;
         }
         if (pa & (gran(o->g) - 1)) { /* a descriptor cannot hold it */
-            pt->ops.free_table(pt->ops.ctx, p, pa, gran(o->g));
+            pt_free_page(pt, p, pa);
             unreserve(o);
             return -MMP_EINVAL;
         }

@@ -288,8 +288,9 @@ pt_walk(const struct pt_visitor *v, void *ctx, const struct pt *pt, unsigned nle
             if (rc == PT_DESCEND && s[1].t && (v->flags & PT_V_ACQUIRE) &&
                 pt_ld(&s[1].t[2]) == PT_DFREE_MARK) {
                 /* A reader racing the writer: a table unlinked (and queued
-                 * for free_table) after the walk loaded its entry. What it
-                 * mapped is gone: as an invalid entry (shared: look again). */
+                 * for free_table) after the walk loaded its entry. Unmapped,
+                 * or folded into a block: the visitor's span sees the table
+                 * entry (lookups look again from the root, core/pt.c). */
                 s->span_last = s->last;
                 rc = PT_SPAN;
             }
