@@ -53,8 +53,9 @@ fuzz = $(SUB) B=build/fuzz ARCH=$(ARCH) CC="$(CLANG)" FUZZ_ENGINE=libfuzzer \
        FUZZ_LDFLAGS="-fsanitize=fuzzer"
 fuzz: deps
 	+@$(MAKE) --no-print-directory fuzz-run
-fuzz-run:
+fuzz-build: config.mak
 	+@$(fuzz) fuzz
+fuzz-run: fuzz-build
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh run
 fuzz-merge:
 	@scripts/fuzz.sh merge
@@ -79,5 +80,5 @@ clean:
 distclean: clean
 	rm -f config.mak config.status
 
-.PHONY: fuzz fuzz-run fuzz-merge all deps build-native build-asan build-tsan build-cross check check-run \
+.PHONY: fuzz fuzz-build fuzz-run fuzz-merge all deps build-native build-asan build-tsan build-cross check check-run \
         run clean distclean
