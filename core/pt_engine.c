@@ -1174,6 +1174,21 @@ static int sh_change(struct pt_op *o, uint64_t *t, unsigned d, unsigned i, uint6
     return 0;
 }
 
+/*
+ * A shared map's cache maintenance of its new memory (mmp_pt_maint), once,
+ * just before the call's publication - or its success without one (the
+ * translation was in place) - so that a call failing before it (-ENOMEM,
+ * -ENOTSUP, -EEXIST, -EIO) calls no hook. Only a call that then loses its
+ * publication to another writer can fail after it (pt.h).
+ */
+static void sh_maint(struct pt_op *o)
+{
+    if (o->kind != OP_MAP || o->sh->maint_done)
+        return;
+    o->sh->maint_done = true;
+    mmp_core_pt_maint(o->pt, o->sh->m_pa, o->sh->m_size, o->attrs);
+}
+
 /* Fold the run around entry i of t at depth d if this call completed it:
  * lock it, check it, break where the format says, release it with the
  * contiguous bit. Gives up (changing nothing) on any conflict. */
@@ -1294,8 +1309,10 @@ PT_VISITOR int sh_entry(void *ctx, struct pt_slot *s)
         return PT_SKIP; /* nothing mapped there */
     if (s->kind == PT_LEAF && map && !(o->flags & OPF_REPLACE))
         return -MMP_EEXIST;
-    if (map && leaf_same(o, s->d, s->e, s->va & ~(slot_size(o->g, s->d) - 1)))
+    if (map && leaf_same(o, s->d, s->e, s->va & ~(slot_size(o->g, s->d) - 1))) {
+        sh_maint(o);
         return PT_SKIP; /* a block translating the unit as asked already */
+    }
     if (!o->nres && reserve(o, 1))
         return -MMP_ENOMEM; /* nothing published yet: the call gives back what it took */
     return s->kind == PT_LEAF ? split_begin(o, s) : new_begin(o, s);
@@ -1324,6 +1341,7 @@ PT_VISITOR int sh_span(void *ctx, struct pt_slot *s)
         if (o->kind == OP_PROT)
             return -MMP_ENOTSUP;
         if (!sh_freeze(o, c, d + 1, ~0ull, 0, &found)) {
+            sh_maint(o);
             int rc = sh_replace_table(o, s, c, map ? o->tmpl[d] | pt_oa_enc(g, va + o->delta) : 0);
             if (rc == 0 && map)
                 sh_fold_run(o, t, d, i, va);
@@ -1342,8 +1360,10 @@ PT_VISITOR int sh_span(void *ctx, struct pt_slot *s)
         v = (e & g->oa_mask[d] & ~cb) | o->tmpl[d];
         chg = PT_CHG_ATTR;
     }
-    if (kind == PT_LEAF && !((v ^ e) & ~g->ign_mask & ~cb))
+    if (kind == PT_LEAF && !((v ^ e) & ~g->ign_mask & ~cb)) {
+        sh_maint(o);
         return 0; /* already so (a run keeps its bit) */
+    }
     if (s->priv) { /* a split block's table, or a new one: plain stores */
         if (e & cb) {
             unsigned R = 1u << g->cont[d], lo = i & ~(R - 1);
@@ -1355,6 +1375,7 @@ PT_VISITOR int sh_span(void *ctx, struct pt_slot *s)
         return 0;
     }
     bool needed = kind == PT_LEAF && v && pt_needs_bbm(g, d, e, v, chg);
+    sh_maint(o);
     int rc = sh_change(o, t, d, i, va, e, v, needed, MMP_FLUSH_LEAF);
     if (rc == PT_RESTART && map && !replace && kind == PT_INV) {
         /* lost to another map of this slot: -EEXIST, like a later call */
@@ -1389,6 +1410,7 @@ PT_VISITOR int sh_post(void *ctx, struct pt_slot *s)
         link_table(o, s->t, s->i, s->aux, true);
         return 0;
     }
+    sh_maint(o);
     mmp_arch_pt_publish(); /* the child's contents before the pointer */
     uint64_t sz = slot_size(g, s->d), base = s->va & ~(sz - 1);
     bool needed = s->tag == T_SPLIT &&
@@ -1463,8 +1485,8 @@ static inline __attribute__((always_inline)) int pt_run_shared(struct pt_op *o, 
     int rc = sh_unit(o, va, last);
     if (rc)
         return rc;
-    if (o->kind == OP_MAP) /* before any store; see mmp_pt_map() */
-        mmp_core_pt_maint(pt, va + o->delta, last - va + 1, o->attrs);
+    sh.m_pa = va + o->delta; /* maintained just before the publication */
+    sh.m_size = last - va + 1;
     bool epoch = !pt->ops.retire_table;
     if (epoch)
         mmp_host_epoch_enter();

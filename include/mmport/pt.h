@@ -383,7 +383,8 @@ struct mmp_pt_ops {
      * by mmp_pt_map() for MMP_MEM_NORMAL_WB mappings: once per call, for
      * the call's whole output range (one range, whatever leaves it is
      * built from), after the call can no longer fail and BEFORE its first
-     * descriptor store. The order is that of the maintenance to its use:
+     * descriptor store (MMP_PT_SHARED: before its publication; see
+     * mmp_pt_map() for the one way it can still fail). The order is that of the maintenance to its use:
      * a guest with its caches off makes non-cacheable accesses, which
      * bypass dirty lines the hypervisor left (Arm ARM D8.6.5.1), and it
      * may access the memory as soon as a vCPU's walk sees the new
@@ -507,9 +508,11 @@ MMP_API void mmp_pt_destroy(struct mmp_pt *pt);
  * mappings is folded (unless MMP_PT_NO_FOLD). Where the table needs cache
  * maintenance (mmp_pt_info::maint), the ops hooks dcache_clean_poc and
  * icache_inval_pou are called for [pa, pa+size) before the first entry
- * is written; a call that fails calls neither (a MMP_PT_SHARED call that
- * fails with -EEXIST or -EAGAIN may have: the maintenance then did
- * nothing but cost time). Every format needs
+ * is written; a call that fails calls neither (a MMP_PT_SHARED call calls
+ * them just before its publication, the first store a walk can see: one
+ * that then loses it to another writer and fails - -EEXIST, -EAGAIN, or
+ * any error of its walk again - may have called them, for nothing but
+ * time). Every format needs
  * MMP_PROT_READ; stage 2 and MMP_PT_EL2 reject USER and GLOBAL.
  * Errors: -EINVAL (va, pa or size not granule-aligned, size 0, unknown attrs
  * or flags, WRITE without READ, attrs the format cannot express); -EOVERFLOW (va+size or pa+size wraps);
