@@ -62,8 +62,9 @@ fuzz = $(SUB) B=build/fuzz ARCH=$(ARCH) CC="$(CLANG)" FUZZ_ENGINE=libfuzzer \
        FUZZ_LDFLAGS="-fsanitize=fuzzer"
 fuzz: deps-fuzz
 	+@$(MAKE) --no-print-directory fuzz-run
-fuzz-run:
+fuzz-build: config.mak
 	+@$(fuzz) fuzz
+fuzz-run: fuzz-build
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh run
 fuzz-merge:
 	@scripts/fuzz.sh merge
@@ -107,5 +108,5 @@ clean:
 distclean: clean
 	rm -f config.mak config.status
 
-.PHONY: fuzz fuzz-run fuzz-merge all deps deps-run deps-fuzz build-native build-asan build-tsan \
+.PHONY: fuzz fuzz-run fuzz-merge all deps deps-run deps-fuzz fuzz-build build-native build-asan build-tsan \
         build-cross check check-run run freestanding guest clean distclean

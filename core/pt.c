@@ -137,6 +137,7 @@ struct walk_ctx {
     void *arg;
     bool shared;   /* MMP_PT_SHARED: entries may be LOCKED */
     bool retry;    /* met one: walk again from the root at resume */
+    unsigned tries; /* exclusive tables: walks again after a freed table */
     uint64_t resume;
 };
 
@@ -157,6 +158,8 @@ int mmp_pt_reclaim(struct mmp_pt *p)
 
 /* Read-only walks: every valid leaf in the range goes to w->fn; a non-zero
  * return stops the walk and is returned. */
+#define READ_TRIES 16
+
 static int read_span(void *ctx, struct pt_slot *s)
 {
     struct walk_ctx *w = (struct walk_ctx *)ctx;
@@ -173,11 +176,18 @@ static int read_span(void *ctx, struct pt_slot *s)
             int rc = w->fn(w->arg, &l);
             if (rc)
                 return rc;
-        } else if (w->shared && (pt_locked(g, e) || pt_kind(g, s->d, e) == PT_TABLE)) {
+        } else if (w->shared ? pt_locked(g, e) || pt_kind(g, s->d, e) == PT_TABLE
+                             : (pt_kind(g, s->d, e) == PT_TABLE || e == PT_DFREE_MARK) &&
+                                   w->tries++ < READ_TRIES) {
             /* Another writer is changing it (or it is in a table being
              * unlinked): the old or the new translation is coming, so look
              * again from the root. A table here is one that replaced what
-             * the walk saw (locked a moment ago). */
+             * the walk saw (locked a moment ago). In an exclusive table it
+             * is one the writer freed after the walk loaded its entry
+             * (pt_walk), and the mark an entry of one freed while the walk
+             * was inside: unmapped, or folded into a block that has its
+             * translations. A few times: a corrupted table may link a
+             * freed page for good. */
             w->retry = true;
             w->resume = va;
             return 1;

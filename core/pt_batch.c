@@ -252,16 +252,17 @@ void mmp_core_pt_sync(struct pt *pt)
         uint64_t pa = pt->dfree_pa;
         pt->dfree = (void *)(uintptr_t)p[0];
         pt->dfree_pa = p[1];
-        pt->ops.free_table(pt->ops.ctx, p, pa, (size_t)1 << pt->g.granule_shift);
+        pt_free_page(pt, p, pa);
         pt_pages_add(&pt->st.table_pages, -1);
     }
-    /* Kept pages get no mark: their translations live on in the block
-     * that replaced them, and a lookup that loaded the old table entry
-     * before the fold may still read them (a caller's free_table may
-     * defer through RCU for such readers). */
+    /* Kept pages are marked only now, after their flush (a walk through a
+     * stale cache must find their entries until then), so that a corrupted
+     * table that still links one cannot have it freed twice. A lookup that
+     * loaded the old table entry before the fold (a caller's free_table may
+     * defer through RCU for it) and meets the mark looks again from the
+     * root and finds the block (read_span). */
     for (unsigned i = 0; i < pt->nkept; i++) {
-        pt->ops.free_table(pt->ops.ctx, pt->kept[i].va, pt->kept[i].pa,
-                           (size_t)1 << pt->g.granule_shift);
+        pt_free_page(pt, pt->kept[i].va, pt->kept[i].pa);
         pt_pages_add(&pt->st.table_pages, -1);
     }
     pt->nkept = 0;

@@ -88,7 +88,7 @@ static void unreserve(struct pt_op *o)
         uint64_t pa = o->res_pa;
         o->res = (void *)(uintptr_t)p[0];
         o->res_pa = p[1];
-        pt->ops.free_table(pt->ops.ctx, p, pa, gran(o->g));
+        pt_free_page(pt, p, pa); /* (never linked; a corrupted table may) */
         pt_pages_add(&o->st->table_pages, -1);
     }
     o->nres = 0;
@@ -114,7 +114,7 @@ static int reserve(struct pt_op *o, long n)
             return -MMP_ENOMEM;
         }
         if (pa & (gran(o->g) - 1)) { /* a descriptor cannot hold it */
-            pt->ops.free_table(pt->ops.ctx, p, pa, gran(o->g));
+            pt_free_page(pt, p, pa);
             unreserve(o);
             return -MMP_EINVAL;
         }
@@ -573,6 +573,48 @@ static bool run_matches(const struct pt_op *o, unsigned d, const uint64_t *t, un
     return true;
 }
 
+/* The leaf e at depth d (slot base va_base) already translates as this map
+ * asks (bits the hardware changes and the contiguous bit aside): a replace
+ * has nothing to change under it. */
+static bool leaf_same(const struct pt_op *o, unsigned d, uint64_t e, uint64_t va_base)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t m = ~g->oa_mask[d] & ~g->ign_mask & ~g->cont_bit;
+    return g->leaf_ok[d] && pt_kind(g, d, e) == PT_LEAF && pt_oa(g, d, e) == va_base + o->delta &&
+           (e & m) == (o->tmpl[d] & m);
+}
+
+/*
+ * A replace of the full slots [a, b] (depth d, pa_a for slot a) that
+ * finds what it would leave there: every entry already the leaf it would
+ * write, and no run it would make (a whole one inside [a, b], or with the
+ * matching entries around, a fold) left to make. Existing runs stay.
+ */
+static bool replace_is_noop(const struct pt_op *o, unsigned d, const uint64_t *t, unsigned a,
+                            unsigned b, uint64_t va_a)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t sz = slot_size(g, d);
+    for (unsigned k = a; k <= b; k++)
+        if (!leaf_same(o, d, pt_ld(&t[k]), va_a + (uint64_t)(k - a) * sz))
+            return false;
+    unsigned R = run_len(o, d);
+    if (R == 1)
+        return true;
+    for (unsigned r = a & ~(R - 1); r <= b; r += R) {
+        unsigned lo = r > a ? r : a;
+        if (pt_ld(&t[lo]) & g->cont_bit)
+            continue; /* a run already (a run is whole) */
+        if (r >= a && r + R - 1 <= b)
+            return false; /* the map writes this run */
+        uint64_t va_r = va_a - (uint64_t)a * sz + (uint64_t)r * sz;
+        if (!(o->flags & OPF_NOFOLD) &&
+            run_matches(o, d, t, r, r + R - 1, va_r + o->delta, o->tmpl[d]))
+            return false; /* the map folds it */
+    }
+    return true;
+}
+
 /*
  * Map replacing whatever [a, b] held (MMP_MAP_REPLACE): contiguous runs
  * straddling the ends are unmade, then the valid entries and tables of
@@ -620,8 +662,11 @@ static void map_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
     uint64_t sz = slot_size(g, d), tm = o->tmpl[d];
     unsigned R = run_len(o, d), lo = a, hi = b, st_lo = 0, st_hi = 0;
     uint64_t pa_a = va_a + o->delta;
-    if (o->flags & OPF_REPLACE)
+    if (o->flags & OPF_REPLACE) {
+        if (replace_is_noop(o, d, t, a, b, va_a))
+            return; /* no store, no flush, no break */
         replace_prepare(o, d, t, a, b, va_a, priv);
+    }
     if (R > 1 && !(o->flags & OPF_NOFOLD)) {
         /* Fold runs this call completes (Linux contpte_try_fold): the
          * run's other entries must already map the matching addresses. */
@@ -777,6 +822,11 @@ PT_VISITOR int map_entry(void *ctx, struct pt_slot *s)
         s->tag = T_TABLE;
         return pt_descend(s, pt_child(o->pt, s->e), PT_TABLE, s->priv);
     }
+    /* A block that already translates the part as asked: nothing to split
+     * (the same answer in both passes: the commit changes no frame or
+     * attributes outside the range, only contiguous bits). */
+    if (replace && leaf_same(o, s->d, s->e, s->va & ~(slot_size(o->g, s->d) - 1)))
+        return PT_SKIP;
     if (o->prep) {
         if (s->kind == PT_LEAF && !replace)
             return -MMP_EEXIST;
@@ -1053,11 +1103,6 @@ PT_VISITOR int chg_entry(void *ctx, struct pt_slot *s)
             drop_table(o, s);
             return PT_SKIP;
         }
-        /* A whole table protect rewrites needs nothing: its entries are
-         * checked as the commit reaches them (chg_one; a second pass over
-         * every leaf would double protect's cost, docs/pagetables.md). */
-        if (s->full && o->prep && o->kind == OP_PROT)
-            return PT_SKIP;
         s->tag = T_TABLE;
         return pt_descend(s, pt_child(o->pt, s->e), PT_TABLE, s->priv);
     }
@@ -1272,6 +1317,21 @@ static int sh_change(struct pt_op *o, uint64_t *t, unsigned d, unsigned i, uint6
     return 0;
 }
 
+/*
+ * A shared map's cache maintenance of its new memory (mmp_pt_maint), once,
+ * just before the call's publication - or its success without one (the
+ * translation was in place) - so that a call failing before it (-ENOMEM,
+ * -ENOTSUP, -EEXIST, -EIO) calls no hook. Only a call that then loses its
+ * publication to another writer can fail after it (pt.h).
+ */
+static void sh_maint(struct pt_op *o)
+{
+    if (o->kind != OP_MAP || o->sh->maint_done)
+        return;
+    o->sh->maint_done = true;
+    mmp_core_pt_maint(o->pt, o->sh->m_pa, o->sh->m_size, o->attrs);
+}
+
 /* Fold the run around entry i of t at depth d if this call completed it:
  * lock it, check it, break where the format says, release it with the
  * contiguous bit. Gives up (changing nothing) on any conflict. */
@@ -1394,6 +1454,10 @@ PT_VISITOR int sh_entry(void *ctx, struct pt_slot *s)
         return PT_SKIP; /* nothing mapped there */
     if (s->kind == PT_LEAF && map && !(o->flags & OPF_REPLACE))
         return -MMP_EEXIST;
+    if (map && leaf_same(o, s->d, s->e, s->va & ~(slot_size(o->g, s->d) - 1))) {
+        sh_maint(o);
+        return PT_SKIP; /* a block translating the unit as asked already */
+    }
     if (!o->nres && reserve(o, 1))
         return -MMP_ENOMEM; /* nothing published yet: the call gives back what it took */
     return s->kind == PT_LEAF ? split_begin(o, s) : new_begin(o, s);
@@ -1422,6 +1486,7 @@ PT_VISITOR int sh_span(void *ctx, struct pt_slot *s)
         if (o->kind == OP_PROT)
             return -MMP_ENOTSUP;
         if (!sh_freeze(o, c, d + 1, ~0ull, 0, &found)) {
+            sh_maint(o);
             int rc = sh_replace_table(o, s, c, map ? o->tmpl[d] | pt_oa_enc(g, va + o->delta) : 0);
             if (rc == 0 && map)
                 sh_fold_run(o, t, d, i, va);
@@ -1441,8 +1506,10 @@ PT_VISITOR int sh_span(void *ctx, struct pt_slot *s)
         v = (e & ((g->oa_mask[d] & ~cb) | ks)) | (o->tmpl[d] & ~ks);
         chg = PT_CHG_ATTR;
     }
-    if (kind == PT_LEAF && !((v ^ e) & ~g->ign_mask & ~cb))
+    if (kind == PT_LEAF && !((v ^ e) & ~g->ign_mask & ~cb)) {
+        sh_maint(o);
         return 0; /* already so (a run keeps its bit) */
+    }
     if (s->priv) { /* a split block's table, or a new one: plain stores */
         if (e & cb) {
             unsigned R = 1u << g->cont[d], lo = i & ~(R - 1);
@@ -1454,6 +1521,7 @@ PT_VISITOR int sh_span(void *ctx, struct pt_slot *s)
         return 0;
     }
     bool needed = kind == PT_LEAF && v && pt_needs_bbm(g, d, e, v, chg);
+    sh_maint(o);
     int rc = sh_change(o, t, d, i, va, e, v, needed, MMP_FLUSH_LEAF);
     if (rc == PT_RESTART && map && !replace && kind == PT_INV) {
         /* lost to another map of this slot: -EEXIST, like a later call */
@@ -1488,6 +1556,7 @@ PT_VISITOR int sh_post(void *ctx, struct pt_slot *s)
         link_table(o, s->t, s->i, s->aux, true);
         return 0;
     }
+    sh_maint(o);
     mmp_arch_pt_publish(); /* the child's contents before the pointer */
     uint64_t sz = slot_size(g, s->d), base = s->va & ~(sz - 1);
     bool needed = s->tag == T_SPLIT &&
@@ -1562,8 +1631,8 @@ static inline __attribute__((always_inline)) int pt_run_shared(struct pt_op *o, 
     int rc = sh_unit(o, va, last);
     if (rc)
         return rc;
-    if (o->kind == OP_MAP) /* before any store; see mmp_pt_map() */
-        mmp_core_pt_maint(pt, va + o->delta, last - va + 1, o->attrs);
+    sh.m_pa = va + o->delta; /* maintained just before the publication */
+    sh.m_size = last - va + 1;
     bool epoch = !pt->ops.retire_table;
     if (epoch)
         mmp_host_epoch_enter();
@@ -1615,9 +1684,10 @@ static inline __attribute__((always_inline)) int pt_run(struct pt_op *o, uint64_
         pt_walk(&map_visitor, o, pt, nlev, 0, pt->root, false, va, last);
     else if (pt_walk(&chg_visitor, o, pt, nlev, 0, pt->root, false, va, last) < 0)
         o->eio = true;
-    /* Empty: the commit took what the prepare counted - unless a protect
-     * met a corrupted entry in a whole table its prepare did not read
-     * (-EIO; what it changed before is flushed as usual). */
+    /* Empty: the commit took what the prepare counted. The prepare pass
+     * read every entry the commit changes, so the commit meets a reserved
+     * one only if something else wrote it in between (a stray DMA write):
+     * it is left as it was, and -EIO says so. */
     unreserve(o);
     mmp_core_pt_call_end(pt);
     return o->eio ? -MMP_EIO : 0;

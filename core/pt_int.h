@@ -243,6 +243,17 @@ static inline bool pt_pending_in(const struct pt *pt, uint64_t lo, uint64_t last
 #define PT_DFREE_MARK 0x21d20feed00df000ull
 _Static_assert(!(PT_DFREE_MARK & (7u | 1ull << 11 | 1ull << 58)), "mark must stay invalid");
 
+/* Give a table page of the granule's size back to free_table, marked:
+ * a corrupted table that still links it (or links it later, while the
+ * memory is unchanged) meets the mark and stops (-EIO), never frees it
+ * twice. Every page but the root and retired shared-mode pages (which no
+ * writer may touch) goes this way. */
+static inline void pt_free_page(const struct pt *pt, void *va, uint64_t pa)
+{
+    pt_st(&((uint64_t *)va)[2], PT_DFREE_MARK);
+    pt->ops.free_table(pt->ops.ctx, va, pa, (size_t)1 << pt->g.granule_shift);
+}
+
 /* A table page unlinked from the tree: freed after the covering flush
  * (once, however often a corrupted table links it; never the root). */
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa);

@@ -29,9 +29,11 @@ struct pt_sh {
     unsigned fl_flags;
     unsigned ntk;      /* private tables taken and not linked into the tree yet */
     unsigned nret;     /* tables unlinked, retired at the end */
+    bool maint_done;   /* map: the new memory's cache maintenance ran */
     struct mmp_pt_stats lst;
     /* scratch from here on (never cleared) */
     uint64_t fl_lo, fl_last;
+    uint64_t m_pa, m_size; /* map: the output range to maintain */
     struct {
         void *va;
         uint64_t pa;

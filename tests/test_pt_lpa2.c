@@ -42,6 +42,18 @@ START_TEST(features_52bit)
         {{MMP_PT_ARM64_S1, 65536, 52, 48, 0, 0, 0, 0}, MMP_PT_FEAT_LVA},
         {{MMP_PT_ARM64_S2, 65536, 52, 52, 0, 0, 0, 0}, MMP_PT_FEAT_LPA},
         {{MMP_PT_ARM64_S1, 16384, 48, 0, 0, 0, 0, 0}, 0},
+        /* Hardware tracking adds FEAT_HAFDBS to every layout. */
+        {{MMP_PT_ARM64_S1, 4096, 52, 52, MMP_PT_TRACK_HW, 0, 0, 0},
+         MMP_PT_FEAT_LPA2 | MMP_PT_FEAT_HAFDBS},
+        {{MMP_PT_ARM64_S2, 16384, 40, 52, MMP_PT_TRACK_HW, 0, 0, 0},
+         MMP_PT_FEAT_LPA2 | MMP_PT_FEAT_HAFDBS},
+        {{MMP_PT_ARM64_S1, 65536, 52, 52, MMP_PT_TRACK_HW, 0, 0, 0},
+         MMP_PT_FEAT_LPA | MMP_PT_FEAT_LVA | MMP_PT_FEAT_HAFDBS},
+        {{MMP_PT_ARM64_S2, 65536, 52, 52, MMP_PT_TRACK_HW, 0, 0, 0},
+         MMP_PT_FEAT_LPA | MMP_PT_FEAT_HAFDBS},
+        {{MMP_PT_ARM64_S1, 65536, 52, 48, MMP_PT_TRACK_HW, 0, 0, 0},
+         MMP_PT_FEAT_LVA | MMP_PT_FEAT_HAFDBS},
+        {{MMP_PT_ARM64_S2, 4096, 40, 0, MMP_PT_TRACK_HW, 0, 0, 0}, MMP_PT_FEAT_HAFDBS},
         {{MMP_PT_X86_64, 4096, 57, 0, 0, 0, 0, 0}, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

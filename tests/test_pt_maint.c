@@ -224,6 +224,36 @@ START_TEST(maint_shared_mode)
 }
 END_TEST
 
+/* MMP_PT_SHARED: a map that fails before its publication calls neither
+ * hook - out of table memory (-ENOMEM), a block over a table that holds a
+ * page (-ENOTSUP), a page already mapped (-EEXIST) - only a call that
+ * reaches its publication does (pt.h); a replace that finds its
+ * translation in place succeeds and maintains too. */
+START_TEST(maint_shared_failed_call_none)
+{
+    struct mmp_pt_config c = pt_cfgs[8].c;
+    c.flags |= MMP_PT_SHARED;
+    struct menv *m = menv_new(&c);
+    uint64_t B = 2ull << 20, G = 4096;
+    ck_assert_int_eq(mmp_pt_map(&m->t.pt, B + G, 0, G, RX, 0), 0);
+    m->n = 0;
+    m->t.nalloc = 0;
+    m->t.fail_at = 1;
+    ck_assert_int_eq(mmp_pt_map(&m->t.pt, 1ull << 35, 0, G, RX, 0), -MMP_ENOMEM);
+    m->t.fail_at = 0;
+    ck_assert_int_eq(m->n, 0);
+    ck_assert_int_eq(mmp_pt_map(&m->t.pt, B, 0, B, RX, MMP_MAP_REPLACE), -MMP_ENOTSUP);
+    ck_assert_int_eq(m->n, 0);
+    ck_assert_int_eq(mmp_pt_map(&m->t.pt, B + G, 0, G, RX, 0), -MMP_EEXIST);
+    ck_assert_int_eq(m->n, 0);
+    ck_assert_int_eq(mmp_pt_map(&m->t.pt, B + G, 0, G, RX, MMP_MAP_REPLACE), 0);
+    ck_assert_int_eq(m->n, 2);
+    ck_assert_int_eq(mmp_pt_map(&m->t.pt, 1ull << 35, 0, G, RX, 0), 0);
+    ck_assert_int_eq(m->n, 4);
+    menv_free(m);
+}
+END_TEST
+
 /* A protect that makes mappings executable invalidates the instruction
  * cache for the output of those that were not, coalesced, before any
  * entry changes; leaves that were executable, holes, a protect without
@@ -277,6 +307,7 @@ Suite *mmp_suite_pt_maint(void)
     MMP_ADD(s, maint_failed_call_none);
     MMP_ADD(s, maint_null_hooks);
     MMP_ADD(s, maint_shared_mode);
+    MMP_ADD(s, maint_shared_failed_call_none);
     MMP_ADD(s, maint_protect_adds_exec);
     return s;
 }

@@ -153,11 +153,11 @@ static int arm64_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, bo
     if (ds) {
         g->oa_field = mmp_core_pt_bits(9, 8);
         g->oa_shift = 50 - 8;
-        g->features = MMP_PT_FEAT_LPA2;
+        g->features |= MMP_PT_FEAT_LPA2;
     } else if (pa52) {
         g->oa_field = mmp_core_pt_bits(15, 12);
         g->oa_shift = 48 - 12;
-        g->features = MMP_PT_FEAT_LPA;
+        g->features |= MMP_PT_FEAT_LPA;
     }
     if (gs == 16 && !s2 && va > 48)
         g->features |= MMP_PT_FEAT_LVA;

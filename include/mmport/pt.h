@@ -289,7 +289,10 @@ struct mmp_pt_config {
 
 /** Per-call flags of mmp_pt_map(). */
 enum mmp_pt_map_flag {
-    MMP_MAP_REPLACE = 1u << 0,  /**< replace existing mappings instead of -EEXIST */
+    /** replace existing mappings instead of -EEXIST; where a leaf of any
+     * size (block, contiguous run, page) already translates as asked,
+     * it stays as it is (no store, no flush; a block is not split) */
+    MMP_MAP_REPLACE = 1u << 0,
     MMP_MAP_NO_BLOCK = 1u << 1, /**< this call uses no block leaves */
     MMP_MAP_NO_CONT = 1u << 2,  /**< this call sets no contiguous bit */
 };
@@ -384,7 +387,8 @@ struct mmp_pt_ops {
      * by mmp_pt_map() for MMP_MEM_NORMAL_WB mappings: once per call, for
      * the call's whole output range (one range, whatever leaves it is
      * built from), after the call can no longer fail and BEFORE its first
-     * descriptor store. The order is that of the maintenance to its use:
+     * descriptor store (MMP_PT_SHARED: before its publication; see
+     * mmp_pt_map() for the one way it can still fail). The order is that of the maintenance to its use:
      * a guest with its caches off makes non-cacheable accesses, which
      * bypass dirty lines the hypervisor left (Arm ARM D8.6.5.1), and it
      * may access the memory as soon as a vCPU's walk sees the new
@@ -509,9 +513,11 @@ MMP_API void mmp_pt_destroy(struct mmp_pt *pt);
  * mappings is folded (unless MMP_PT_NO_FOLD). Where the table needs cache
  * maintenance (mmp_pt_info::maint), the ops hooks dcache_clean_poc and
  * icache_inval_pou are called for [pa, pa+size) before the first entry
- * is written; a call that fails calls neither (a MMP_PT_SHARED call that
- * fails with -EEXIST or -EAGAIN may have: the maintenance then did
- * nothing but cost time). Every format needs
+ * is written; a call that fails calls neither (a MMP_PT_SHARED call calls
+ * them just before its publication, the first store a walk can see: one
+ * that then loses it to another writer and fails - -EEXIST, -EAGAIN, or
+ * any error of its walk again - may have called them, for nothing but
+ * time). Every format needs
  * MMP_PROT_READ; stage 2 and MMP_PT_EL2 reject USER and GLOBAL.
  * Errors: -EINVAL (va, pa or size not granule-aligned, size 0, unknown attrs
  * or flags, WRITE without READ, attrs the format cannot express); -EOVERFLOW (va+size or pa+size wraps);
@@ -546,12 +552,9 @@ MMP_API int mmp_pt_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size);
 /**
  * Change the attributes of every mapping in [va, va+size), splitting
  * blocks and unfolding contiguous runs at the ends. Holes are skipped.
- * Errors: as unmap, plus -EINVAL for unknown attrs. One exception to
- * "nothing changed" for -EIO: protect does not read the leaves of tables
- * the range covers whole before it changes them (that would double its
- * cost), so a reserved entry there is met on the way: it is left as it
- * was, the rest of the range is changed (and flushed), and the call
- * returns -EIO.
+ * Errors: as unmap, plus -EINVAL for unknown attrs; -EIO (an entry in the
+ * range, or on the way to it, is reserved: nothing changed - every leaf
+ * the call would change is read before the first store).
  */
 MMP_API int mmp_pt_protect(struct mmp_pt *pt, uint64_t va, uint64_t size, uint32_t attrs);
 

@@ -2,8 +2,9 @@
 # The checks' own test: every tests/planted/N-name.patch plants one bug (its
 # first line, "# planted bug: ...", says which) in a copy of the tree,
 # build/planted/N-name/src (product code holds no test-only branches); the
-# fuzz replay built there must catch it on the checked-in corpus, with a
-# message from the fuzzer's models. A check that passes a broken engine has
+# page-table fuzz replays built there (fuzz_pt, then fuzz_pt_mem: corrupted
+# tables) must catch it on the checked-in corpus, with a message from the
+# fuzzers' models. A check that passes a broken engine has
 # no teeth; a patch that no longer applies is a failure too (remake it
 # against the current engine).
 set -u
@@ -51,9 +52,12 @@ for p in $(ls tests/planted/*.patch 2>/dev/null | sort -V); do
         ko "planted $n: building the fuzz replay with it ($what)"
         continue
     fi
-    out=$( ("$d/src/build/fuzz/fuzz_pt" fuzz/corpus/pt; exit $?) 2>&1)
-    rc=$?
-    msg=$(echo "$out" | grep 'fuzz_pt:' | head -1 | cut -c1-240)
+    for tg in pt pt_mem; do
+        out=$( ("$d/src/build/fuzz/fuzz_$tg" fuzz/corpus/$tg; exit $?) 2>&1)
+        rc=$?
+        [ $rc = 0 ] || break
+    done
+    msg=$(echo "$out" | grep "fuzz_$tg:" | head -1 | cut -c1-240)
     if [ $rc = 0 ]; then
         ko "planted $n went unnoticed by the fuzz replay ($what)"
     elif [ -z "$msg" ]; then
