@@ -278,6 +278,23 @@ void mmp_core_pt_call_end(struct pt *pt)
         mmp_core_pt_sync(pt);
 }
 
+void mmp_core_pt_slot_end(struct pt *pt, bool flush, uint64_t lo, uint64_t last, unsigned flags)
+{
+    pt_written(pt, 1);
+    if ((pt->lazy_depth && !pt->lazy_paused) || pt->nranges || pt->flush_all || pt->dfree ||
+        pt->nkept) {
+        if (flush)
+            mmp_core_pt_flush_add(pt, lo, last, flags);
+        mmp_core_pt_call_end(pt);
+        return;
+    }
+    /* mmp_core_pt_sync with one range pending, which a single page never
+     * takes over the ceiling */
+    emit_barrier(pt);
+    if (flush)
+        call_flush(pt, &pt->st, false, lo, last, flags);
+}
+
 void mmp_core_pt_maint(const struct pt *pt, uint64_t pa, uint64_t size, uint32_t attrs)
 {
     /* Clean before invalidating the instruction cache: the I-side fills

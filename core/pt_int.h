@@ -16,6 +16,7 @@
 
 #define PT_MAX_RANGES 8
 #define PT_KEPT 4
+#define PT_TC_SLOTS 4 /* leaf templates cached (core/pt_fault.c) */
 
 struct pt_op;
 /* An engine instance (core/pt_engine.c), one per paging depth. */
@@ -62,6 +63,13 @@ struct pt {
         uint64_t pa;
     } kept[PT_KEPT];
     struct mmp_pt_stats st;
+    /* Last-level leaf templates by attribute set, for one-page calls
+     * (core/pt_fault.c): key = PT_TC_READY | attrs once tmpl is valid. */
+    struct {
+        volatile AO_t key;
+        uint64_t tmpl;
+    } tc[PT_TC_SLOTS];
+    unsigned tc_next; /* exclusive tables: the slot replaced next */
 };
 
 _Static_assert(sizeof(struct pt) <= sizeof(struct mmp_pt), "struct mmp_pt too small");
@@ -193,6 +201,12 @@ static inline size_t pt_nent(const struct mmp_pt_geom *g, unsigned d)
     return (size_t)1 << g->nbits[d];
 }
 
+/* Bytes one entry at depth d maps. */
+static inline uint64_t pt_slot_size(const struct mmp_pt_geom *g, unsigned d)
+{
+    return (uint64_t)1 << g->shift[d];
+}
+
 /* Batching layer (pt_batch.c). */
 /* Flush ceiling and range count from the configuration (mmp_pt_init). */
 void mmp_core_pt_batch_init(struct pt *pt, const struct mmp_pt_config *cfg);
@@ -258,6 +272,11 @@ void mmp_core_pt_defer_keep(struct pt *pt, void *va, uint64_t pa);
 /* End of one map/unmap/protect call: one barrier, one coalesced flush and
  * the deferred frees, unless a lazy section defers them. */
 void mmp_core_pt_call_end(struct pt *pt);
+/* End of a one-page call (core/pt_fault.c) that stored one entry into a
+ * live table: the same as mmp_core_pt_flush_add of [lo, last] (when
+ * flush) and mmp_core_pt_call_end, without their loops when nothing else
+ * is pending and no lazy section is open. */
+void mmp_core_pt_slot_end(struct pt *pt, bool flush, uint64_t lo, uint64_t last, unsigned flags);
 /* Shared mode, where nothing in struct pt may be written: barrier, then
  * (flush) tlb_flush [lo, last], counted in *st. */
 void mmp_core_pt_emit(const struct pt *pt, struct mmp_pt_stats *st, bool flush, uint64_t lo,
