@@ -212,6 +212,7 @@ void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
     pt_st(&p[0], (uint64_t)(uintptr_t)pt->dfree);
     pt_st(&p[1], pt->dfree_pa);
     pt_st(&p[2], PT_DFREE_MARK);
+    pt->freed_bits |= pt_freed_bit(&pt->g, pa);
     pt->dfree = va;
     pt->dfree_pa = pa;
 }

@@ -109,11 +109,12 @@ static inline bool tmpl_of(struct pt *pt, uint32_t attrs, uint64_t *tm, bool sha
  * The last-level table on va's path, or NULL where the engine must look:
  * an entry that is not a table entry as mmport writes it (its template
  * and an address; bits the hardware may set are ignored), a link to the
- * root or back into the path (a cycle), a table page queued for
- * free_table (PT_DFREE_MARK in entry 2, read beside the entry: the two
- * loads are independent), or a table owning fewer pages than the path
- * holds (the engine's walk bound). Shared tables load with acquire, as
- * the engine's shared walk does.
+ * root or back into the path (a cycle), a page this table gave to
+ * free_table (PT_DFREE_MARK in entry 2: read only where the page's bit in
+ * struct pt::freed_bits is set, so a table that frees few pages costs no
+ * second cache line per level), or a table owning fewer pages than the
+ * path holds (the engine's walk bound). Shared tables load with acquire,
+ * as the engine's shared walk does.
  */
 static inline __attribute__((always_inline)) uint64_t *
 slot_table(const struct pt *pt, uint64_t va, unsigned nlev, bool shared)
@@ -127,6 +128,7 @@ slot_table(const struct pt *pt, uint64_t va, unsigned nlev, bool shared)
     void *(*p2v)(void *, uint64_t) = pt->ops.phys_to_virt;
     void *ctx = pt->ops.ctx;
     const uintptr_t root = (uintptr_t)pt->root, rb = g->root_bytes;
+    const uint64_t freed = pt->freed_bits;
     uint64_t *path[MMP_PT_MAXLEV], *t = pt->root;
     if (!shared && pt_ld(&pt->st.table_pages) < nlev - 1)
         return NULL;
@@ -138,7 +140,8 @@ slot_table(const struct pt *pt, uint64_t va, unsigned nlev, bool shared)
             return NULL;
         uint64_t pa = (e & am) | ((e & of) << os); /* pt_tbl_oa() */
         t = p2v ? (uint64_t *)p2v(ctx, pa) : (uint64_t *)(uintptr_t)pa;
-        if ((uintptr_t)t - root < rb || pt_ld(&t[2]) == PT_DFREE_MARK)
+        if ((uintptr_t)t - root < rb ||
+            ((freed & pt_freed_bit(g, pa)) && pt_ld(&t[2]) == PT_DFREE_MARK))
             return NULL;
 #pragma GCC unroll 4
         for (unsigned j = 0; j < d; j++)
@@ -196,7 +199,7 @@ static __attribute__((noinline)) bool slot_folds(const struct pt *pt, const uint
 
 /* Could a leaf for pa at va complete a run (1) or a table (2) the engine
  * folds, the output address being aligned for one? 0: never. */
-static inline int slot_could_fold(const struct pt *pt, uint64_t va, uint64_t pa, uint32_t flags)
+static inline __attribute__((always_inline)) int slot_could_fold(const struct pt *pt, uint64_t va, uint64_t pa, uint32_t flags)
 {
     const struct mmp_pt_geom *g = &pt->g;
     unsigned L = g->nlev - 1u, cont = g->cont[L];

@@ -70,6 +70,10 @@ struct pt {
         uint64_t tmpl;
     } tc[PT_TC_SLOTS];
     unsigned tc_next; /* exclusive tables: the slot replaced next */
+    /* Every table page this table ever queued for free_table (so marked
+     * PT_DFREE_MARK) has its bit, pt_freed_bit(), set here: a walk need
+     * not read a page's mark where the bit is clear (core/pt_fault.c). */
+    uint64_t freed_bits;
 };
 
 _Static_assert(sizeof(struct pt) <= sizeof(struct mmp_pt), "struct mmp_pt too small");
@@ -256,6 +260,12 @@ static inline bool pt_pending_in(const struct pt *pt, uint64_t lo, uint64_t last
  * invalid in every format (bits 2:0 clear, neither lock bit). */
 #define PT_DFREE_MARK 0x21d20feed00df000ull
 _Static_assert(!(PT_DFREE_MARK & (7u | 1ull << 11 | 1ull << 58)), "mark must stay invalid");
+
+/* The bit of struct pt::freed_bits that stands for the table page at pa. */
+static inline uint64_t pt_freed_bit(const struct mmp_pt_geom *g, uint64_t pa)
+{
+    return 1ull << (((pa >> g->granule_shift) * 0x9e3779b97f4a7c15ull) >> 58);
+}
 
 /* A table page unlinked from the tree: freed after the covering flush
  * (once, however often a corrupted table links it; never the root). */
