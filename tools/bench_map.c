@@ -698,9 +698,10 @@ const struct cli_command cli_bench_map = {
         "the same table in the same run, a minimal loop that reads the levels from the\n"
         "root and stores the operation's entry (split: also fills and links each\n"
         "block's table and clears a contiguous run's bit where the split made runs):\n"
-        "the physical limit of the work. \"vs ref\" is ns/op over ref ns, \"vs exc\" a\n"
-        "shared table's ns/op over the exclusive one's; entries, barr, flush and bbm\n"
-        "are the mmp_pt_stats counters of the timed calls (a shared table counts\n"
-        "flushes and bbm only).\n",
+        "the physical limit of the work. \"cpu ns\" is the thread's CPU time per call\n"
+        "(what other processes do not inflate); \"vs ref\" is ns/op over ref ns, \"vs exc\"\n"
+        "a shared table's ns/op over the exclusive one's; barr, flush and bbm are the\n"
+        "mmp_pt_stats counters of the timed calls (a shared table counts flushes and bbm\n"
+        "only). --json rows carry the CPU-time figures and ratios too.\n",
     .run = run,
 };

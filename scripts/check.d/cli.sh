@@ -153,6 +153,7 @@ for r in rows:
     assert r["pattern"] == pat and r["mode"] in ("exclusive", "shared"), r
     assert r["ops"] > 0 and r["ns_per_op"] > 0 and r["ref_ns_per_op"] > 0, r
     assert abs(r["vs_ref"] - r["ns_per_op"] / r["ref_ns_per_op"]) < 0.01 * r["vs_ref"] + 0.01, r
+    assert r["cpu_ns_per_op"] > 0 and r["ref_cpu_ns_per_op"] > 0, r
     assert ("vs_exclusive" in r) == (r["mode"] == "shared"), r
     if pat == "split":  # one flush per unmap: each changed a live entry
         assert r["flushes"] == r["ops"], r
@@ -169,8 +170,8 @@ says "--heap does not apply to --pattern split" bench map --pattern split --heap
 says "--pattern 'faults': unknown pattern (vmalloc, fault, split)" bench map --pattern faults
 run bench map --pattern split --format arm64-4k-lpa2 --reps 1
 expect "bench map --pattern split: columns aligned for the longest format name" \
-    '^format +work +mode +ops +ns/op +ref ns +vs ref +vs exc' \
-    '^arm64-4k-lpa2  split exclusive +32768 +[0-9.]+ +[0-9.]+ +[0-9.]+x +- '
+    '^format +work +mode +ops +ns/op +cpu ns +ref ns +vs ref +vs exc' \
+    '^arm64-4k-lpa2  split exclusive +32768 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x +- '
 run bench map --reps 1 --format arm64-16k-lpa2
 expect "bench map: columns aligned for arm64-16k-lpa2" \
     '^format         op       policy  ns/4K-page' '^arm64-16k-lpa2 map      pages  '
