@@ -70,7 +70,7 @@ fi
 # The suites with threads (concurrent walkers, parallel clearing, readers
 # beside splits, tracking, shared-mode writers) under TSan.
 if [ -z "$native_runner" ] && want tsan && build tsan build-tsan; then
-    for s in concurrency clear pt_outage pt_track_mt pt_shared; do
+    for s in concurrency clear pt_outage pt_track_mt pt_shared pt_fault; do
         CK_RUN_SUITE=$s TSAN_OPTIONS=halt_on_error=1 \
             suite tsan-$s build/$ARCH-tsan/tests/mmport-test
     done

@@ -19,6 +19,10 @@
  * twice and freed through one link, a reserved table entry - each -EIO with
  * nothing changed, as the engine reports them.
  */
+#include <pthread.h>
+
+#include <atomic_ops.h>
+
 #include "pt_harness.h"
 
 /* ---- two tables, one sequence ------------------------------------------- */
@@ -374,6 +378,144 @@ START_TEST(one_page_corrupted_tables_are_eio)
 }
 END_TEST
 
+/* ---- shared tables: one-page calls from several threads at once ---------- */
+
+/*
+ * Writers fault and unmap pages of one shared table at once (the output
+ * address one page off, so every call the one-page path can take goes
+ * there), in four page tables, with four attribute sets (the template
+ * cache filled by racing writers); a reader looks up pages mapped before
+ * and never unmapped. Every call returns what the shared mode allows, the
+ * reader never misses, and at the end every translation is right and the
+ * table pages are what the allocator handed out.
+ */
+#define SW_WRITERS 3
+#define SW_BASE 0x40000000ull
+#define SW_PAGES 2048u
+#define SW_OFF (0x100000000ull + 4096)
+
+struct sw {
+    struct mmp_pt pt;
+    volatile AO_t allocs, frees, stop, bad;
+    long ops;
+    char why[160];
+};
+
+static const uint32_t sw_attrs[] = {RW, RO, MMP_PROT_READ | MMP_PROT_EXEC, RW | MMP_PROT_EXEC};
+
+static void *sw_alloc(void *ctx, size_t bytes, uint64_t *pa)
+{
+    void *p = aligned_alloc(bytes, bytes);
+    if (!p)
+        return NULL;
+    AO_fetch_and_add(&((struct sw *)ctx)->allocs, bytes / 4096); /* granules */
+    *pa = (uint64_t)(uintptr_t)p;
+    return p;
+}
+
+static void sw_free(void *ctx, void *va, uint64_t pa, size_t bytes)
+{
+    (void)pa, (void)bytes;
+    free(va);
+    AO_fetch_and_add(&((struct sw *)ctx)->frees, bytes / 4096);
+}
+
+static int sw_stable(unsigned p)
+{
+    return p % 64 == 0;
+}
+
+static void sw_fail(struct sw *s, const char *what, unsigned p, int rc)
+{
+    if (AO_compare_and_swap_full(&s->bad, 0, 1))
+        snprintf(s->why, sizeof s->why, "%s page %u: %d", what, p, rc);
+}
+
+static void *sw_writer(void *arg)
+{
+    struct sw *s = (struct sw *)arg;
+    uint64_t seed = (uint64_t)(uintptr_t)&seed ^ 0x9e3779b97f4a7c15ull;
+    for (long n = 0; n < s->ops && !AO_load(&s->bad); n++) {
+        unsigned p = (unsigned)(rnd64(&seed) % SW_PAGES);
+        uint64_t va = SW_BASE + (uint64_t)p * 4096;
+        if (!sw_stable(p) && rnd64(&seed) % 5 < 2) {
+            int rc = mmp_pt_unmap(&s->pt, va, 4096);
+            if (rc && rc != -MMP_EAGAIN)
+                sw_fail(s, "unmap", p, rc);
+        } else {
+            uint32_t a = sw_stable(p) ? RW : sw_attrs[rnd64(&seed) % 4];
+            int rc = mmp_pt_map(&s->pt, va, va + SW_OFF, 4096, a, 0);
+            if (rc && rc != -MMP_EEXIST && rc != -MMP_EAGAIN)
+                sw_fail(s, "map", p, rc);
+        }
+    }
+    return NULL;
+}
+
+static void *sw_reader(void *arg)
+{
+    struct sw *s = (struct sw *)arg;
+    unsigned p = 0;
+    while (!AO_load(&s->stop) && !AO_load(&s->bad)) {
+        struct mmp_pt_leaf l;
+        uint64_t va = SW_BASE + (uint64_t)p * 4096;
+        int rc = mmp_pt_lookup(&s->pt, va, &l);
+        if (rc || l.pa + (va - l.va) != va + SW_OFF || l.attrs != RW)
+            sw_fail(s, "lookup of a page never unmapped", p, rc);
+        p = (p + 64) % SW_PAGES;
+    }
+    return NULL;
+}
+
+static int sw_check_leaf(void *arg, const struct mmp_pt_leaf *l)
+{
+    struct sw *s = (struct sw *)arg;
+    int known = 0;
+    for (unsigned k = 0; k < 4; k++)
+        known |= l->attrs == sw_attrs[k];
+    if (l->pa != l->va + SW_OFF || !known || l->size != 4096)
+        sw_fail(s, "final leaf", (unsigned)((l->va - SW_BASE) / 4096), (int)l->attrs);
+    return 0;
+}
+
+START_TEST(one_page_shared_writers_race)
+{
+    static const struct mmp_pt_config cfgs[] = {{MMP_PT_ARM64_S2, 4096, 40, 0, MMP_PT_SHARED, 0, 0, 0},
+                                                {MMP_PT_X86_EPT, 4096, 48, 0, MMP_PT_SHARED, 0, 0, 0}};
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+        struct sw *s = calloc(1, sizeof *s);
+        struct mmp_pt_ops o = {.alloc_table = sw_alloc, .free_table = sw_free, .ctx = s};
+        ck_assert_int_eq(mmp_pt_init(&s->pt, &cfgs[c], &o), 0);
+        s->ops = mmp_test_slow() ? 3000 : 40000;
+        for (unsigned p = 0; p < SW_PAGES; p += 64)
+            ck_assert_int_eq(mmp_pt_map(&s->pt, SW_BASE + p * 4096ull,
+                                        SW_BASE + p * 4096ull + SW_OFF, 4096, RW, 0),
+                             0);
+        pthread_t w[SW_WRITERS], r;
+        for (int i = 0; i < SW_WRITERS; i++)
+            ck_assert_int_eq(pthread_create(&w[i], NULL, sw_writer, s), 0);
+        ck_assert_int_eq(pthread_create(&r, NULL, sw_reader, s), 0);
+        for (int i = 0; i < SW_WRITERS; i++)
+            pthread_join(w[i], NULL);
+        AO_store(&s->stop, 1);
+        pthread_join(r, NULL);
+        ck_assert_msg(!s->bad, "%s", s->why);
+        ck_assert_int_eq(mmp_pt_walk(&s->pt, SW_BASE, SW_PAGES * 4096ull, sw_check_leaf, s), 0);
+        ck_assert_msg(!s->bad, "%s", s->why);
+        mmp_pt_reclaim(&s->pt);
+        struct mmp_pt_usage u;
+        struct mmp_pt_stats st;
+        ck_assert_int_eq(mmp_pt_usage(&s->pt, &u), 0);
+        mmp_pt_stats(&s->pt, &st);
+        ck_assert_uint_eq(u.table_pages, st.table_pages);
+        ck_assert_uint_eq(u.table_pages, AO_load(&s->allocs) - AO_load(&s->frees));
+        mmp_pt_fini(&s->pt);
+        ck_assert_uint_eq(AO_load(&s->allocs), AO_load(&s->frees));
+        free(s);
+    }
+}
+END_TEST
+
 Suite *mmp_suite_pt_fault(void)
 {
     Suite *s = suite_create("pt_fault");
@@ -382,5 +524,6 @@ Suite *mmp_suite_pt_fault(void)
     MMP_ADD(s, one_page_calls_match_the_engine_shared);
     MMP_ADD(s, one_page_counters_and_flush);
     MMP_ADD(s, one_page_corrupted_tables_are_eio);
+    MMP_ADD(s, one_page_shared_writers_race);
     return s;
 }
