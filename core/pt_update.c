@@ -35,25 +35,6 @@ static int op_init(struct pt_op *o, struct mmp_pt *p, int kind, uint32_t attrs)
     return 0;
 }
 
-/* A checked map through the engine (its own frame: one-page calls that
- * core/pt_fault.c completes do not set it up). */
-static __attribute__((noinline)) int map_engine(struct mmp_pt *p, uint64_t va, uint64_t last,
-                                                uint64_t pa, uint32_t attrs, uint32_t flags)
-{
-    struct pt_op o;
-    int rc = op_init(&o, p, OP_MAP, attrs);
-    if (rc)
-        return rc;
-    o.delta = pa - va;
-    if (flags & MMP_MAP_REPLACE)
-        o.flags |= OPF_REPLACE;
-    if (flags & MMP_MAP_NO_BLOCK)
-        o.flags |= OPF_NOBLOCK;
-    if (flags & MMP_MAP_NO_CONT)
-        o.flags |= OPF_NOCONT;
-    return o.pt->run(&o, va, last);
-}
-
 int mmp_pt_map(struct mmp_pt *p, uint64_t va, uint64_t pa, uint64_t size, uint32_t attrs,
                uint32_t flags)
 {
@@ -74,17 +55,17 @@ int mmp_pt_map(struct mmp_pt *p, uint64_t va, uint64_t pa, uint64_t size, uint32
     if (last == va + ((uint64_t)1 << pt->g.granule_shift) - 1 &&
         (rc = mmp_core_pt_slot_map(pt, va, pa, attrs, flags)) != PT_SLOT_ENGINE)
         return rc;
-    return map_engine(p, va, last, pa, attrs, flags);
-}
-
-/* A checked unmap or protect through the engine (its own frame, as map_engine). */
-static __attribute__((noinline)) int range_engine(struct mmp_pt *p, uint64_t va, uint64_t last,
-                                                  int kind, uint32_t attrs)
-{
     struct pt_op o;
-    int rc = op_init(&o, p, kind, attrs);
+    rc = op_init(&o, p, OP_MAP, attrs);
     if (rc)
         return rc;
+    o.delta = pa - va;
+    if (flags & MMP_MAP_REPLACE)
+        o.flags |= OPF_REPLACE;
+    if (flags & MMP_MAP_NO_BLOCK)
+        o.flags |= OPF_NOBLOCK;
+    if (flags & MMP_MAP_NO_CONT)
+        o.flags |= OPF_NOCONT;
     return o.pt->run(&o, va, last);
 }
 
@@ -100,7 +81,11 @@ static int run_range(struct mmp_pt *p, uint64_t va, uint64_t size, int kind, uin
     if (kind == OP_UNMAP && last == va + ((uint64_t)1 << pt_of(p)->g.granule_shift) - 1 &&
         (rc = mmp_core_pt_slot_unmap(pt_of(p), va)) != PT_SLOT_ENGINE)
         return rc;
-    return range_engine(p, va, last, kind, attrs);
+    struct pt_op o;
+    rc = op_init(&o, p, kind, attrs);
+    if (rc)
+        return rc;
+    return o.pt->run(&o, va, last);
 }
 
 int mmp_pt_unmap(struct mmp_pt *p, uint64_t va, uint64_t size)
