@@ -37,7 +37,7 @@ int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 #define CFG_FLAGS                                                                  \
     (MMP_PT_NO_BLOCKS | MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER |      \
      MMP_PT_KEEP_TABLES | MMP_PT_EL2 | MMP_PT_S2FWB | MMP_PT_TRACK_HW | MMP_PT_SHARED |      \
-     MMP_PT_BBML2 | MMP_PT_X86_SIZE_BBM |                                            \
+     MMP_PT_BBML2 | MMP_PT_X86_SIZE_BBM | MMP_PT_GENERIC_DEPTH |                     \
      CFG_EPT_FLAGS)
 #define CFG_EPT_FLAGS (MMP_PT_EPT_XO | MMP_PT_EPT_AD | MMP_PT_EPT_MBEC)
 
@@ -70,7 +70,7 @@ int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct 
     int rc = mmp_core_pt_geom(&pt->g, cfg);
     if (rc)
         return rc;
-    mmp_core_pt_engine_select(p, false);
+    mmp_core_pt_engine_select(p, (cfg->flags & MMP_PT_GENERIC_DEPTH) != 0);
     pt->ops = *ops;
     pt->cfg_flags = cfg->flags;
     mmp_core_pt_batch_init(pt, cfg);

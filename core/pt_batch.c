@@ -212,6 +212,7 @@ void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
     pt_st(&p[0], (uint64_t)(uintptr_t)pt->dfree);
     pt_st(&p[1], pt->dfree_pa);
     pt_st(&p[2], PT_DFREE_MARK);
+    pt_note_freed(pt, pa);
     pt->dfree = va;
     pt->dfree_pa = pa;
 }
@@ -277,6 +278,23 @@ void mmp_core_pt_call_end(struct pt *pt)
     }
     if (pt->barrier_pending || pt->nranges || pt->flush_all || pt->dfree || pt->nkept)
         mmp_core_pt_sync(pt);
+}
+
+void mmp_core_pt_slot_end(struct pt *pt, bool flush, uint64_t lo, uint64_t last, unsigned flags)
+{
+    pt_written(pt, 1);
+    if ((pt->lazy_depth && !pt->lazy_paused) || pt->nranges || pt->flush_all || pt->dfree ||
+        pt->nkept) {
+        if (flush)
+            mmp_core_pt_flush_add(pt, lo, last, flags);
+        mmp_core_pt_call_end(pt);
+        return;
+    }
+    /* mmp_core_pt_sync with one range pending, which a single page never
+     * takes over the ceiling */
+    emit_barrier(pt);
+    if (flush)
+        call_flush(pt, &pt->st, false, lo, last, flags);
 }
 
 void mmp_core_pt_maint(const struct pt *pt, uint64_t pa, uint64_t size, uint32_t attrs)

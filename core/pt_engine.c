@@ -381,11 +381,17 @@ static void defer_tree(struct pt_op *o, unsigned d, uint64_t *t, uint64_t pa)
 static bool tbl_empty(const struct mmp_pt_geom *g, unsigned d, const uint64_t *t)
 {
     /* Only the writer stores into its tables (walkers just read), so plain
-     * loads are exact here; OR-reducing them lets the compiler vectorise. */
-    uint64_t acc = 0;
-    for (size_t i = 0; i < pt_nent(g, d); i++)
-        acc |= t[i];
-    return !(acc & g->valid_bit);
+     * loads are exact here. A cache line at a time, to the first valid
+     * entry (a table an unmap leaves non-empty usually shows it at once). */
+    size_t n = pt_nent(g, d);
+    for (size_t l = 0; l < n; l += 8) {
+        uint64_t acc = 0;
+        for (size_t k = l; k < l + 8 && k < n; k++)
+            acc |= t[k];
+        if (acc & g->valid_bit)
+            return false;
+    }
+    return true;
 }
 
 /* ---- splitting a leaf --------------------------------------------------- */
@@ -1743,4 +1749,36 @@ void mmp_core_pt_engine_select(struct mmp_pt *p, bool generic)
 int mmp_core_pt_run(struct pt_op *o, uint64_t va, uint64_t last)
 {
     return o->pt->run(o, va, last);
+}
+
+void mmp_core_pt_unmap_slot(struct pt *pt, unsigned d, uint64_t *t, unsigned i, uint64_t va)
+{
+    struct pt_op o = {.pt = pt, .g = &pt->g, .kind = OP_UNMAP, .st = &pt->st};
+    const struct mmp_pt_geom *g = o.g;
+    uint64_t e = pt_ld(&t[i]), vb = g->valid_bit;
+    if (!(e & vb) || !(e & g->cont_bit) || !unfold_needs_bbm(g, d, e)) {
+        chg_leaves(&o, d, t, i, i, va, false);
+        return;
+    }
+    /* The run the unmap cuts, broken as a whole: what chg_leaves does for
+     * it (chg_one's rule: the run's other entries lose the contiguous bit
+     * and keep the rest), without the bookkeeping of a range. */
+    unsigned R = 1u << g->cont[d], lo = i & ~(R - 1), n = 0;
+    uint64_t was[CHUNK / 64] = {0}, cb = g->cont_bit;
+    for (unsigned m = 0; m < R; m++)
+        if (pt_ld(&t[lo + m]) & vb)
+            was[m / 64] |= 1ull << (m % 64);
+    pt_break_leaves(&o, d, t, lo, lo + R - 1, va - (uint64_t)(i - lo) * slot_size(g, d), true,
+                    false, MMP_FLUSH_LEAF, ~vb);
+    for (unsigned m = 0; m < R; m++) {
+        if (!(was[m / 64] & (1ull << (m % 64))))
+            continue;
+        if (lo + m == i) {
+            pt_st(&t[i], 0); /* counted by the break */
+            continue;
+        }
+        pt_st(&t[lo + m], (pt_ld(&t[lo + m]) | vb) & ~cb);
+        n++;
+    }
+    wrote(&o, n, false);
 }

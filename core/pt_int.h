@@ -16,6 +16,7 @@
 
 #define PT_MAX_RANGES 8
 #define PT_KEPT 4
+#define PT_TC_SLOTS 4 /* leaf templates cached (core/pt_fault.c) */
 
 struct pt_op;
 /* An engine instance (core/pt_engine.c), one per paging depth. */
@@ -62,6 +63,17 @@ struct pt {
         uint64_t pa;
     } kept[PT_KEPT];
     struct mmp_pt_stats st;
+    /* Last-level leaf templates by attribute set, for one-page calls
+     * (core/pt_fault.c): key = PT_TC_READY | attrs once tmpl is valid. */
+    struct {
+        volatile AO_t key;
+        uint64_t tmpl;
+    } tc[PT_TC_SLOTS];
+    unsigned tc_next; /* exclusive tables: the slot replaced next */
+    /* Every table page this table ever queued for free_table (so marked
+     * PT_DFREE_MARK) has its bit, pt_freed_bit(), set here: a walk need
+     * not read a page's mark where the bit is clear (core/pt_fault.c). */
+    volatile AO_t freed_bits;
 };
 
 _Static_assert(sizeof(struct pt) <= sizeof(struct mmp_pt), "struct mmp_pt too small");
@@ -193,6 +205,12 @@ static inline size_t pt_nent(const struct mmp_pt_geom *g, unsigned d)
     return (size_t)1 << g->nbits[d];
 }
 
+/* Bytes one entry at depth d maps. */
+static inline uint64_t pt_slot_size(const struct mmp_pt_geom *g, unsigned d)
+{
+    return (uint64_t)1 << g->shift[d];
+}
+
 /* Batching layer (pt_batch.c). */
 /* Flush ceiling and range count from the configuration (mmp_pt_init). */
 void mmp_core_pt_batch_init(struct pt *pt, const struct mmp_pt_config *cfg);
@@ -243,13 +261,35 @@ static inline bool pt_pending_in(const struct pt *pt, uint64_t lo, uint64_t last
 #define PT_DFREE_MARK 0x21d20feed00df000ull
 _Static_assert(!(PT_DFREE_MARK & (7u | 1ull << 11 | 1ull << 58)), "mark must stay invalid");
 
+/* The bit of struct pt::freed_bits that stands for the table page at pa. */
+static inline uint64_t pt_freed_bit(const struct mmp_pt_geom *g, uint64_t pa)
+{
+    return 1ull << (((pa >> g->granule_shift) * 0x9e3779b97f4a7c15ull) >> 58);
+}
+
+/* Sets pa's bit in struct pt::freed_bits (shared-mode writers free
+ * reserved pages concurrently, hence the compare-and-swap; the bit is
+ * read before the swap, so a table that frees the same pages again pays
+ * one load). */
+static inline void pt_note_freed(struct pt *pt, uint64_t pa)
+{
+    const AO_t bit = (AO_t)pt_freed_bit(&pt->g, pa);
+    AO_t old;
+    do {
+        old = AO_load(&pt->freed_bits);
+        if (old & bit)
+            return;
+    } while (!AO_compare_and_swap(&pt->freed_bits, old, old | bit));
+}
+
 /* Give a table page of the granule's size back to free_table, marked:
  * a corrupted table that still links it (or links it later, while the
  * memory is unchanged) meets the mark and stops (-EIO), never frees it
  * twice. Every page but the root and retired shared-mode pages (which no
  * writer may touch) goes this way. */
-static inline void pt_free_page(const struct pt *pt, void *va, uint64_t pa)
+static inline void pt_free_page(struct pt *pt, void *va, uint64_t pa)
 {
+    pt_note_freed(pt, pa);
     pt_st(&((uint64_t *)va)[2], PT_DFREE_MARK);
     pt->ops.free_table(pt->ops.ctx, va, pa, (size_t)1 << pt->g.granule_shift);
 }
@@ -269,6 +309,11 @@ void mmp_core_pt_defer_keep(struct pt *pt, void *va, uint64_t pa);
 /* End of one map/unmap/protect call: one barrier, one coalesced flush and
  * the deferred frees, unless a lazy section defers them. */
 void mmp_core_pt_call_end(struct pt *pt);
+/* End of a one-page call (core/pt_fault.c) that stored one entry into a
+ * live table: the same as mmp_core_pt_flush_add of [lo, last] (when
+ * flush) and mmp_core_pt_call_end, without their loops when nothing else
+ * is pending and no lazy section is open. */
+void mmp_core_pt_slot_end(struct pt *pt, bool flush, uint64_t lo, uint64_t last, unsigned flags);
 /* Shared mode, where nothing in struct pt may be written: barrier, then
  * (flush) tlb_flush [lo, last], counted in *st. */
 void mmp_core_pt_emit(const struct pt *pt, struct mmp_pt_stats *st, bool flush, uint64_t lo,

@@ -73,4 +73,11 @@ int mmp_core_pt_run(struct pt_op *o, uint64_t va, uint64_t last);
 bool mmp_core_pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
                        uint64_t va_lo, bool needed);
 
+/* The engine's unmap of entry i (mapping va) of the live table t at depth
+ * d of an exclusive table, as its commit pass does it (contiguous runs
+ * cut are unmade, break-before-make where the format says), for a caller
+ * that found the entry itself (core/pt_fault.c); the caller ends the
+ * call (mmp_core_pt_call_end). */
+void mmp_core_pt_unmap_slot(struct pt *pt, unsigned d, uint64_t *t, unsigned i, uint64_t va);
+
 #endif

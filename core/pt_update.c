@@ -3,6 +3,7 @@
  * map / unmap / protect: argument checks, then the table's engine instance
  * (core/pt_engine.c, specialised for its depth) does the work.
  */
+#include "pt_fault.h"
 #include "pt_op.h"
 
 static int op_init(struct pt_op *o, struct mmp_pt *p, int kind, uint32_t attrs)
@@ -51,6 +52,9 @@ int mmp_pt_map(struct mmp_pt *p, uint64_t va, uint64_t pa, uint64_t size, uint32
         return -MMP_EOVERFLOW;
     if ((pa + size - 1) >> pt->g.pa_bits)
         return -MMP_ERANGE;
+    if (last == va + ((uint64_t)1 << pt->g.granule_shift) - 1 &&
+        (rc = mmp_core_pt_slot_map(pt, va, pa, attrs, flags)) != PT_SLOT_ENGINE)
+        return rc;
     struct pt_op o;
     rc = op_init(&o, p, OP_MAP, attrs);
     if (rc)
@@ -73,6 +77,9 @@ static int run_range(struct mmp_pt *p, uint64_t va, uint64_t size, int kind, uin
     uint64_t last;
     int rc = mmp_core_pt_check_va(pt_of(p), va, size, &last);
     if (rc)
+        return rc;
+    if (kind == OP_UNMAP && last == va + ((uint64_t)1 << pt_of(p)->g.granule_shift) - 1 &&
+        (rc = mmp_core_pt_slot_unmap(pt_of(p), va)) != PT_SLOT_ENGINE)
         return rc;
     struct pt_op o;
     rc = op_init(&o, p, kind, attrs);

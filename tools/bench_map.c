@@ -18,19 +18,19 @@
 #include "cli.h"
 #include "plot_svg.h"
 #include "progress.h"
+#include "map_slot.h"
 #include "pt_formats.h"
 
 /* Elapsed time on a terminal while the rows come (suspended around them). */
-static struct progress bm_pr;
+struct progress bench_map_pr;
 
-#include "../core/pt_engine.h"
-
-static double now_ns(void)
+double bench_map_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
+#define now_ns bench_map_now_ns
 
 /* ---- ops: heap tables, a flush that costs a system call or nothing ---- */
 
@@ -107,7 +107,7 @@ static void flush_noop(void *ctx, uint64_t va, uint64_t size, unsigned flags)
 
 static bool use_heap; /* --heap: the built-in allocator (NULL ops) */
 
-static struct mmp_pt_ops bench_ops(bool syscall_flush)
+struct mmp_pt_ops bench_map_ops(bool syscall_flush)
 {
     struct mmp_pt_ops o = {.alloc_table = b_alloc,
                            .free_table = b_free,
@@ -159,7 +159,7 @@ struct row {
     struct mmp_pt_stats d; /* counters of this op */
 };
 
-static void stats_delta(const struct mmp_pt_stats *a, const struct mmp_pt_stats *b,
+void bench_map_stats_delta(const struct mmp_pt_stats *a, const struct mmp_pt_stats *b,
                         struct mmp_pt_stats *out)
 {
     out->entries_written = b->entries_written - a->entries_written;
@@ -182,19 +182,29 @@ static void print_row(const struct row *r, bool json, bool *first)
                r->table_pages, r->table_pages_min, r->d.entries_written, r->d.barriers,
                r->d.flushes, r->d.bbm);
     } else {
-        printf("%-12s %-8s %-7s %10.3f %9" PRIu64 " %9" PRIu64 " %10" PRIu64 " %5" PRIu64
+        printf("%-*s %-8s %-7s %10.3f %9" PRIu64 " %9" PRIu64 " %10" PRIu64 " %5" PRIu64
                " %5" PRIu64 "\n",
-               r->format, r->op, r->policy, r->ns_per_page, r->table_pages, r->table_pages_min,
+               bench_map_fmt_width(), r->format, r->op, r->policy, r->ns_per_page, r->table_pages, r->table_pages_min,
                r->d.entries_written, r->d.barriers, r->d.flushes);
     }
     *first = false;
 }
 
-static const char *const map_fmts[] = {"x86-64",         "x86-64-la57",   "x86-ept",
-                                       "x86-npt",        "arm64-4k",      "arm64-16k",
-                                       "arm64-64k",      "arm64-s2-4k",   "arm64-4k-lpa2",
-                                       "arm64-16k-lpa2", "arm64-64k-lpa"};
-#define NFMTS (sizeof map_fmts / sizeof map_fmts[0])
+const char *const bench_map_fmts[] = {"x86-64",         "x86-64-la57",   "x86-ept",
+                                      "x86-npt",        "arm64-4k",      "arm64-16k",
+                                      "arm64-64k",      "arm64-s2-4k",   "arm64-4k-lpa2",
+                                      "arm64-16k-lpa2", "arm64-64k-lpa"};
+#define map_fmts bench_map_fmts
+#define NFMTS (sizeof bench_map_fmts / sizeof bench_map_fmts[0])
+const unsigned bench_map_nfmts = NFMTS;
+
+int bench_map_fmt_width(void)
+{
+    size_t w = 0;
+    for (size_t f = 0; f < NFMTS; f++)
+        w = strlen(map_fmts[f]) > w ? strlen(map_fmts[f]) : w;
+    return (int)w;
+}
 #define NPOL (sizeof policies / sizeof policies[0])
 static const char *const op_names[3] = {"map", "protect", "unmap"};
 
@@ -234,7 +244,8 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json, 
     if (json)
         printf("[");
     else
-        printf("%-12s %-8s %-7s %10s %9s %9s %10s %5s %5s\n", "format", "op", "policy",
+        printf("%-*s %-8s %-7s %10s %9s %9s %10s %5s %5s\n", bench_map_fmt_width(), "format",
+               "op", "policy",
                "ns/4K-page", "tables", "min", "entries", "barr", "flush");
     for (size_t f = 0; f < NFMTS; f++) {
         if (only && strcmp(only, map_fmts[f]) != 0)
@@ -249,7 +260,7 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json, 
             double best[3] = {1e30, 1e30, 1e30};
             for (int rep = 0; rep < reps; rep++) {
                 struct mmp_pt pt;
-                struct mmp_pt_ops ops = bench_ops(false);
+                struct mmp_pt_ops ops = bench_map_ops(false);
                 if (mmp_pt_init(&pt, &fmt->cfg, use_heap ? NULL : &ops))
                     return cli_error("bench map", "cannot create a %s table", map_fmts[f]);
                 struct mmp_pt_info inf;
@@ -277,7 +288,7 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json, 
                         rows[op].policy = policies[p].name;
                         rows[op].bytes = bytes;
                         rows[op].ns_per_page = t / (double)(bytes / 4096);
-                        stats_delta(&s0, &s1, &rows[op].d);
+                        bench_map_stats_delta(&s0, &s1, &rows[op].d);
                         rows[op].table_pages = s1.table_pages;
                         uint64_t leaf = inf.granule;
                         if (p == 2)
@@ -291,13 +302,13 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json, 
                 }
                 mmp_pt_fini(&pt);
             }
-            progress_suspend(&bm_pr);
+            progress_suspend(&bench_map_pr);
             for (int op = 0; op < 3; op++) {
                 print_row(&rows[op], json, &first);
                 px[op][p][pn[op][p]] = (double)(ncats - 1);
                 py[op][p][pn[op][p]++] = rows[op].ns_per_page;
             }
-            progress_resume(&bm_pr);
+            progress_resume(&bench_map_pr);
         }
     }
     if (json)
@@ -312,13 +323,15 @@ static int bench_formats(const char *only, uint64_t bytes, int reps, bool json, 
 /* Maps `bytes` of 4K pages one call per page (descent-heavy), unmaps them,
  * then maps and unmaps them in one call each; ns per page, with the
  * table's own (depth-specialised) engine instance or the generic one. */
-static double depth_round(const struct mmp_pt_config *cfg, bool generic, uint64_t bytes)
+static double depth_round(const struct mmp_pt_config *cfg0, bool generic, uint64_t bytes)
 {
     struct mmp_pt pt;
-    struct mmp_pt_ops ops = bench_ops(false);
-    if (mmp_pt_init(&pt, cfg, &ops))
+    struct mmp_pt_config cfg = *cfg0;
+    struct mmp_pt_ops ops = bench_map_ops(false);
+    if (generic)
+        cfg.flags |= MMP_PT_GENERIC_DEPTH;
+    if (mmp_pt_init(&pt, &cfg, &ops))
         return 0;
-    mmp_core_pt_engine_select(&pt, generic);
     uint64_t va = 1ull << 30, pa = 4ull << 30, n = bytes / 4096;
     double t0 = now_ns();
     for (uint64_t i = 0; i < n; i++)
@@ -348,7 +361,7 @@ static int bench_depth(uint64_t bytes, int reps, bool json)
             sp = a < sp ? a : sp;
             gen = c < gen ? c : gen;
         }
-        progress_suspend(&bm_pr);
+        progress_suspend(&bench_map_pr);
         if (json)
             printf("%s\n  {\"format\": \"%s\", \"op\": \"map+unmap\", \"bytes\": %" PRIu64
                    ", \"specialised_ns_per_page\": %.3f, "
@@ -356,7 +369,7 @@ static int bench_depth(uint64_t bytes, int reps, bool json)
                    f ? "," : "", fmts[f], bytes, sp, gen, gen / sp - 1);
         else
             printf("%-10s %18.3f %16.3f %+9.2f%%\n", fmts[f], sp, gen, (gen / sp - 1) * 100);
-        progress_resume(&bm_pr);
+        progress_resume(&bench_map_pr);
     }
     if (json)
         printf("\n]\n");
@@ -384,7 +397,7 @@ static struct vres vmalloc_run(const struct mmp_pt_config *cfg0, unsigned p, int
     const struct mmp_pt_config *cfg = &c;
     if (vm_keep)
         c.flags |= MMP_PT_KEEP_TABLES;
-    struct mmp_pt_ops ops = bench_ops(sysf);
+    struct mmp_pt_ops ops = bench_map_ops(sysf);
     struct vres r = {0, 0, 0};
     if (mmp_pt_init(&pt, cfg, &ops))
         return r;
@@ -470,7 +483,7 @@ static int bench_vmalloc(const char *only, bool sysf, int reps, bool json, FILE 
                     if (x.ns_per_op < best[m].ns_per_op)
                         best[m] = x;
                 }
-            progress_suspend(&bm_pr);
+            progress_suspend(&bench_map_pr);
             for (int m = 0; m < 3; m++) {
                 if (vm_mode >= 0 && m != vm_mode)
                     continue;
@@ -496,7 +509,7 @@ static int bench_vmalloc(const char *only, bool sysf, int reps, bool json, FILE 
                 px[si][pn[si]] = (double)p * 4096;
                 py[si][pn[si]++] = best[m].ns_per_op;
             }
-            progress_resume(&bm_pr);
+            progress_resume(&bench_map_pr);
         }
     }
     if (json)
@@ -509,6 +522,8 @@ static int bench_vmalloc(const char *only, bool sysf, int reps, bool json, FILE 
 static int run(int argc, char **argv)
 {
     bool json = false, depth = false, vmalloc = false, sysf = true;
+    int slot = -1;             /* --pattern fault / split */
+    const char *pattern = NULL; /* the last --pattern */
     const char *only = NULL;
     unsigned long long bytes = 1ull << 30;
     int reps = 3;
@@ -539,10 +554,18 @@ static int run(int argc, char **argv)
         case 'h': return fputs(cli_bench_map.usage, stdout), 0;
         case 'j': json = true; break;
         case 'd': depth = true; break;
-        case 'p':
-            if (strcmp(optarg, "vmalloc") != 0)
-                return cli_usage_error(cmd, "--pattern '%s': unknown pattern (vmalloc)", optarg);
-            vmalloc = true;
+        case 'p': /* the last one counts */
+            vmalloc = false, slot = -1;
+            if (strcmp(optarg, "vmalloc") == 0)
+                vmalloc = true;
+            else if (strcmp(optarg, "fault") == 0)
+                slot = SLOT_FAULT;
+            else if (strcmp(optarg, "split") == 0)
+                slot = SLOT_SPLIT;
+            else
+                return cli_usage_error(
+                    cmd, "--pattern '%s': unknown pattern (vmalloc, fault, split)", optarg);
+            pattern = optarg;
             break;
         case 'F':
             if (strcmp(optarg, "syscall") && strcmp(optarg, "noop"))
@@ -596,9 +619,13 @@ static int run(int argc, char **argv)
     }
     if ((c = cli_no_operands(cmd, argc, argv)))
         return c;
-    /* No option is silently ignored: each belongs to one of the three runs. */
-    if (vmalloc && depth)
+    /* No option is silently ignored: each belongs to one of the runs. */
+    if (pattern && depth)
         return cli_usage_error(cmd, "--depth and --pattern exclude each other");
+    if (slot >= 0 && use_heap)
+        return cli_usage_error(cmd, "--heap does not apply to --pattern %s", pattern);
+    if (slot >= 0 && plot)
+        return cli_usage_error(cmd, "--plot does not apply to --pattern %s", pattern);
     if (!vmalloc && vm_only)
         return cli_usage_error(cmd, "%s needs --pattern vmalloc", vm_only);
     if ((vmalloc || depth) && plain_only)
@@ -614,11 +641,12 @@ static int run(int argc, char **argv)
     FILE *plot_out = plot ? cli_plot_open(cmd, plot) : NULL;
     if (plot && !plot_out)
         return 1;
-    progress_start(&bm_pr, "bench map", NULL);
-    int rc = vmalloc ? bench_vmalloc(only, sysf, reps, json, plot_out)
+    progress_start(&bench_map_pr, "bench map", NULL);
+    int rc = slot >= 0 ? bench_map_slot(slot, only, bytes, reps, json)
+             : vmalloc ? bench_vmalloc(only, sysf, reps, json, plot_out)
              : depth ? bench_depth(64ull << 20, reps * 3, json)
                      : bench_formats(only, bytes, reps, json, plot_out);
-    progress_finish(&bm_pr);
+    progress_finish(&bench_map_pr);
     if (plot_out && cli_plot_close(cmd, plot, plot_out))
         rc = rc ? rc : 1;
     return rc;
@@ -632,7 +660,9 @@ const struct cli_command cli_bench_map = {
         "                        [--plot FILE]\n"
         "       mmport bench map --depth [--json]\n"
         "       mmport bench map --pattern vmalloc [--flush syscall|noop] [--free-tables]\n"
-        "                        [--format F] [--mode M] [--pages P] [--json] [--plot FILE]\n\n"
+        "                        [--format F] [--mode M] [--pages P] [--json] [--plot FILE]\n"
+        "       mmport bench map --pattern fault|split [--format F] [--size 1G] [--reps N]\n"
+        "                        [--json]\n\n"
         "Default: maps --size bytes (1 GiB) in one call, re-protects and unmaps them, per\n"
         "format (x86-64, x86-64-la57, x86-ept, x86-npt, arm64-4k, -16k, -64k, arm64-s2-4k,\n"
         "the 52-bit arm64-4k-lpa2, -16k-lpa2, -64k-lpa with output addresses above 2^50)\n"
@@ -656,6 +686,22 @@ const struct cli_command cli_bench_map = {
         "its page tables; --free-tables frees tables an unmap empties (deferred to the\n"
         "flush, so lazy mode cannot reuse them within a section). --plot FILE also\n"
         "writes an SVG chart: ns per op against the range size, both axes log, one\n"
-        "line per format and mode.\n",
+        "line per format and mode.\n\n"
+        "--pattern fault: one map of one page (the granule) per call, every page of\n"
+        "--size once in a fixed random order, the output address one page off (no\n"
+        "larger leaf possible). --pattern split: --size mapped as blocks of the format's\n"
+        "smallest block size (2 MiB with 4K pages), then 64 one-page unmaps at scattered\n"
+        "offsets per block, block after block (the first one splits the block); only\n"
+        "the unmaps are timed. Both run per format (or --format F, any format) on an\n"
+        "exclusive and on a shared (MMP_PT_SHARED) table, one thread, and print ns per\n"
+        "call, best of --reps fresh tables. Beside it, \"ref ns\": a reference walk on\n"
+        "the same table in the same run, a minimal loop that reads the levels from the\n"
+        "root and stores the operation's entry (split: also fills and links each\n"
+        "block's table and clears a contiguous run's bit where the split made runs):\n"
+        "the physical limit of the work. \"cpu ns\" is the thread's CPU time per call\n"
+        "(what other processes do not inflate); \"vs ref\" is ns/op over ref ns, \"vs exc\"\n"
+        "a shared table's ns/op over the exclusive one's; barr, flush and bbm are the\n"
+        "mmp_pt_stats counters of the timed calls (a shared table counts flushes and bbm\n"
+        "only). --json rows carry the CPU-time figures and ratios too.\n",
     .run = run,
 };

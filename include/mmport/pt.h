@@ -201,6 +201,14 @@ enum mmp_pt_config_flag {
      * hook in a freestanding build, mmp_pt_init() returns -EINVAL.
      */
     MMP_PT_SHARED = 1u << 16,
+    /**
+     * For benchmarks and tests only: run the update engine's instance that
+     * reads the paging depth from the table at every level, instead of the
+     * one compiled for the table's depth (chosen by default). Results are
+     * identical; calls cost a few percent more. `mmport bench map --depth`
+     * measures that difference with it; nothing else needs it.
+     */
+    MMP_PT_GENERIC_DEPTH = 1u << 17,
 };
 
 /** What a table looks like; fixed at creation. */

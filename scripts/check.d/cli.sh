@@ -169,6 +169,44 @@ for a in "info" "info --json" "ptdump --map 0:0:4K" "help"; do
         ko "mmport $a > /dev/full: exit $rc, '$(cat "$tmp/err")'"
 done
 
+# bench map --pattern fault / split: every format of the default run,
+# exclusive and shared, a figure and a reference walk each; the counters
+# say what the calls did (timing itself is not checked).
+fmts=$("$M" bench map --reps 1 --json | python3 -c 'import json,sys; print(" ".join(sorted({r["format"] for r in json.load(sys.stdin)})))')
+for pat in fault split; do
+    run bench map --pattern $pat --reps 1 --json
+    if [ $rc = 0 ] && python3 - "$tmp/out" "$pat" "$fmts" <<'PY'
+import json, sys
+rows, pat, fmts = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3].split()
+assert sorted({r["format"] for r in rows}) == fmts, (sorted({r["format"] for r in rows}), fmts)
+assert len(rows) == 2 * len(fmts), len(rows)
+for r in rows:
+    assert r["pattern"] == pat and r["mode"] in ("exclusive", "shared"), r
+    assert r["ops"] > 0 and r["ns_per_op"] > 0 and r["ref_ns_per_op"] > 0, r
+    assert abs(r["vs_ref"] - r["ns_per_op"] / r["ref_ns_per_op"]) < 0.01 * r["vs_ref"] + 0.01, r
+    assert r["cpu_ns_per_op"] > 0 and r["ref_cpu_ns_per_op"] > 0, r
+    assert ("vs_exclusive" in r) == (r["mode"] == "shared"), r
+    if pat == "split":  # one flush per unmap: each changed a live entry
+        assert r["flushes"] == r["ops"], r
+    elif r["mode"] == "exclusive":  # a barrier per call, nothing flushed
+        assert r["barriers"] == r["ops"] and r["flushes"] == 0, r
+print(len(rows), "rows")
+PY
+    then ok "bench map --pattern $pat --json: exclusive and shared rows for $(echo $fmts | wc -w) formats, reference walk beside each"
+    else ko "bench map --pattern $pat --json: exit $rc: $(head -c 300 "$tmp/out") $(cat "$tmp/err")"
+    fi
+done
+says "--plot does not apply to --pattern fault" bench map --pattern fault --plot "$tmp/x.svg"
+says "--heap does not apply to --pattern split" bench map --pattern split --heap
+says "--pattern 'faults': unknown pattern (vmalloc, fault, split)" bench map --pattern faults
+run bench map --pattern split --format arm64-4k-lpa2 --reps 1
+expect "bench map --pattern split: columns aligned for the longest format name" \
+    '^format +work +mode +ops +ns/op +cpu ns +ref ns +vs ref +vs exc' \
+    '^arm64-4k-lpa2  split exclusive +32768 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x +- '
+run bench map --reps 1 --format arm64-16k-lpa2
+expect "bench map: columns aligned for arm64-16k-lpa2" \
+    '^format         op       policy  ns/4K-page' '^arm64-16k-lpa2 map      pages  '
+
 # bench map --mode M: the ratios against modes not run are '-', not a
 # placeholder divided by a time.
 run bench map --pattern=vmalloc --mode=lazy --pages=4 --format=x86-64 --reps=1
@@ -190,6 +228,8 @@ fits demo --ram 64M --threads 1
 fits bench map --reps 1
 fits bench map --depth --reps 1
 fits bench map --pattern vmalloc --pages 4 --reps 1
+fits bench map --pattern fault --reps 1
+fits bench map --pattern split --reps 1
 fits bench fault --faults 4K --reps 1
 fits bench dirty --size 1G
 fits ptdump --format x86-ept --map 0:0:1G --map 0x40200000:0x80000000:8K:rx,wc

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One-page calls (core/pt_fault.c): mmp_pt_map() and mmp_pt_unmap() of one
+ * granule try these first. Each does the whole call and returns its result
+ * (0 or a negative MMP_E*), or returns PT_SLOT_ENGINE having changed
+ * nothing: then the engine does the call.
+ */
+#ifndef MMPORT_CORE_PT_FAULT_H
+#define MMPORT_CORE_PT_FAULT_H
+
+#include "pt_int.h"
+
+#define PT_SLOT_ENGINE 1
+
+/* va, pa: one granule, checked by the caller; flags: MMP_MAP_*. */
+int mmp_core_pt_slot_map(struct pt *pt, uint64_t va, uint64_t pa, uint32_t attrs,
+                         uint32_t flags);
+int mmp_core_pt_slot_unmap(struct pt *pt, uint64_t va);
+
+#endif
