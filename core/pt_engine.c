@@ -1770,6 +1770,10 @@ void mmp_core_pt_unmap_slot(struct pt *pt, unsigned d, uint64_t *t, unsigned i, 
             was[m / 64] |= 1ull << (m % 64);
     pt_break_leaves(&o, d, t, lo, lo + R - 1, va - (uint64_t)(i - lo) * slot_size(g, d), true,
                     false, MMP_FLUSH_LEAF, ~vb);
+    /* The run's state is the OR of its entries (the MMU records it in any
+     * one): the pages that stay get it (read after the break, which kept
+     * the bits and stopped the MMU from recording more). */
+    unsigned st = pt_st_or(g, t, lo, lo + R - 1);
     for (unsigned m = 0; m < R; m++) {
         if (!(was[m / 64] & (1ull << (m % 64))))
             continue;
@@ -1777,7 +1781,7 @@ void mmp_core_pt_unmap_slot(struct pt *pt, unsigned d, uint64_t *t, unsigned i, 
             pt_st(&t[i], 0); /* counted by the break */
             continue;
         }
-        pt_st(&t[lo + m], (pt_ld(&t[lo + m]) | vb) & ~cb);
+        pt_st(&t[lo + m], pt_st_give(g, (pt_ld(&t[lo + m]) | vb) & ~cb, st));
         n++;
     }
     wrote(&o, n, false);
