@@ -191,11 +191,18 @@ struct spn {
     uint64_t i0;
 };
 
-/* Slot k of the span, read as e, matched: transform it, report it. */
+/* Slot k of the span, read as e, matched: transform it, report it. A
+ * block the range cuts is only reported: its state also stands for its
+ * pages outside the range, which a later pass must still see. */
 static inline __attribute__((always_inline)) void hit(struct trk *w, struct spn *c, unsigned k,
                                                       uint64_t e)
 {
     uint64_t va = c->base + (uint64_t)(k - c->a) * c->sz;
+    if (!c->page && (va < w->va0 || va + c->sz - 1 > w->last)) {
+        if (pt_kind(w->op.g, c->d, e) == PT_LEAF)
+            report(w, va, va + c->sz - 1);
+        return;
+    }
     if (!apply(w, c->d, c->t, k, e, va))
         return;
     if (w->bm && c->page)

@@ -42,11 +42,12 @@
  * the access or dirty state of any one entry of a run for an access to any
  * page of it, so a run's state is the OR of its entries: when one entry of
  * a run is dirty (young), every page of the run in the range is reported.
- * A pass that covers the whole run re-arms it; one that covers part of it
- * re-arms none of its entries (the state may stand for a page outside the
- * range), so that part is reported again until a pass covers the run.
- * mmp_pt_track_start() unmakes the runs (and splits the blocks) of its
- * range, so reports are per page there.
+ * The same holds for a block, whose one entry stands for all its pages. A
+ * pass that covers the whole block or run re-arms it; one that covers
+ * part of it re-arms none of its entries (the state may stand for a page
+ * outside the range), so that part is reported again until a pass covers
+ * the block or run. mmp_pt_track_start() unmakes the runs (and splits the
+ * blocks) of its range, so reports are per page there.
  *
  * What the calls keep. A leaf's state (accessed, dirty) goes with its
  * translation through every change of the leaf's shape, never lost, at
@@ -63,17 +64,18 @@
  *   MMP_PT_TRACK_HW the access flag is preset), and unmap drops it;
  * - start clears the dirty state of its range (writes before it are not
  *   reported) and keeps the access flags; harvest and test_clear_young
- *   report and re-arm theirs; stop keeps everything but the software dirty
- *   state (mmp_pt_track_stop()).
+ *   report and re-arm theirs (a block or run they cut: report only); stop
+ *   keeps everything but the software dirty state (mmp_pt_track_stop()).
  * So migration's last steps, a final harvest with the guest stopped and
  * then stop, lose nothing, and with MMP_PT_TRACK_HW a harvest after stop
  * still reports every page written since the last harvest.
  * Against the MMU within one call: a change of size or contiguity of a
  * hardware-tracked arm64 table breaks (also with MMP_PT_BBML2) and reads
  * the state after the break; a split replaces its leaf with a compare-and-
- * swap, handing what the MMU recorded meanwhile to the new leaves; an x86
- * fold in place flushes at once and adds what stale walks recorded in the
- * old table.
+ * swap, handing what the MMU recorded meanwhile to the new leaves (x86:
+ * also a D set through a TLB entry that held the block until the split's
+ * flush); an x86 fold in place flushes at once and adds what stale walks
+ * recorded in the old table.
  *
  * Concurrency: start, stop and harvest are writer calls (serialised by the
  * caller like map and unmap). mmp_pt_dirty_fault() and mmp_pt_young_fault()
@@ -138,8 +140,8 @@ MMP_API int mmp_pt_track_start(struct mmp_pt *pt, uint64_t va, uint64_t size,
  * report complete, the ordering in track.h). Each write is reported by the
  * next harvest whose range holds its page, and again only after a new
  * write - where the page is in a block or a contiguous run, with the
- * block's or run's other pages (a run the range cuts: by each harvest
- * until one covers the run whole). *count (if not NULL) gets the number of
+ * block's or run's other pages (a block or run the range cuts: by each
+ * harvest until one covers it whole). *count (if not NULL) gets the number of
  * bits set.
  * Errors: -EINVAL (NULL pt or bitmap, misaligned, size 0); -EOVERFLOW;
  * -ERANGE.
@@ -167,7 +169,7 @@ MMP_API int mmp_pt_track_stop(struct mmp_pt *pt, uint64_t va, uint64_t size);
  * Test and clear the access flag (x86 A, EPT A, arm64 AF) of every leaf in
  * [va, va+size): the pages whose flag was set go into @p bitmap (every
  * page of a block or contiguous run in the range), flags are cleared with
- * atomic updates (none of a run the range cuts, as for harvest) and one
+ * atomic updates (none of a block or run the range cuts, as for harvest) and one
  * coalesced flush follows. *count (if not NULL) gets the number of bits
  * set. With MMP_PT_TRACK_HW the
  * MMU sets the flags again on access; without it on arm64 an access to a
