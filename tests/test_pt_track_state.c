@@ -283,10 +283,10 @@ START_TEST(state_stop_hw_keeps)
 }
 END_TEST
 
-enum { S_YOUNG_RO, S_YOUNG_RW, S_PROTECT, S_PROTECT_BACK, S_NWAYS };
-static const char *const sway[S_NWAYS] = {"young scan of a read-only block",
-                                          "young scan, one page touched", "protect of a page",
-                                          "protect of a page and back"};
+enum { S_YOUNG_RO, S_YOUNG_RW, S_PROTECT, S_PROTECT_BACK, S_PROTECT_YOUNG, S_NWAYS };
+static const char *const sway[S_NWAYS] = {
+    "young scan of a read-only block", "young scan, one page touched", "protect of a page",
+    "protect of a page and back", "protect of a page (its tracking ends), then a young scan"};
 
 /* Software tracking: whatever happened in the block while tracked, stop
  * folds it back (the translation and attributes are the block's again). */
@@ -312,6 +312,11 @@ static void stop_folds(size_t c, int way)
     case S_PROTECT_BACK:
         ck_assert_int_eq(mmp_pt_protect(v.pt, va + 3 * g, g, RO), 0);
         ck_assert_int_eq(mmp_pt_protect(v.pt, va + 3 * g, g, RW), 0);
+        break;
+    case S_PROTECT_YOUNG:
+        ck_assert_int_eq(mmp_pt_protect(v.pt, va + 3 * g, g, RW), 0);
+        if (young)
+            free(pass(v.pt, 1, va, n, g, v.name, sway[way]));
         break;
     }
     ck_assert_int_eq(mmp_pt_track_stop(v.pt, va, v.blk), 0);
