@@ -83,12 +83,10 @@ static int map_fault(struct gmm *g, unsigned cpu, uint64_t ipa)
         return rc == 0 ? GMM_RETRY : rc;
     }
     /*
-     * Under dirty tracking no map may fold: mmport (this version) folds a
-     * run of pages or a table of them completed by a map even when their
-     * hardware dirty or access state differs from the new leaf's, and
-     * writes the folded entries from the new leaf's template, so the
-     * dirty state of the pages already there is lost (the migration
-     * compare catches it: hyp.fold=1 lets maps fold, to show it).
+     * Under dirty tracking no map folds: a folded run or block carries
+     * the OR of its pages' state, so one write reports all of its pages
+     * and the next copy grows with the leaf (as for new blocks, below).
+     * hyp.fold=1 lets maps fold: the compare stays exact, the copies grow.
      */
     uint32_t mflags = g->mig == MIG_RUNNING && !g->cfg.fold_tracked
                           ? MMP_MAP_NO_CONT | MMP_MAP_NO_BLOCK

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The x86-64 reference hypervisor, start to end (examples/hyp/x86/README.md):
+ * The x86-64 reference hypervisor, start to end (docs/hypervisor.md, "x86-64"):
  *
  *  1. multiboot: the hypervisor's command line, two modules (the guest's
  *     bzImage and initramfs) and the machine's memory map;
