@@ -584,11 +584,12 @@ static __attribute__((noinline)) int unmark(struct pt *pt, uint64_t va, uint64_t
     const struct mmp_pt_geom *g = &pt->g;
     struct trk w;
     __builtin_memset(&w, 0, sizeof w);
-    /* marked -> unmarked and writable; the access flag stays as it is
-     * (a fold gives the block the OR) */
+    /* marked -> unmarked, writable and accessed: untracked again, so no
+     * access may fault (an MMU without hardware AF would raise an access
+     * flag fault nobody handles after stop; a fold gives the block the OR) */
     w.chk = w.val = g->trk_m;
     w.clr = g->trk_m | g->trk_w;
-    w.set = g->trk_w_on;
+    w.set = g->trk_w_on | g->trk_a;
     int rc = trk_run(&w, pt, va, last);
     mmp_core_pt_call_end(pt);
     return rc;
