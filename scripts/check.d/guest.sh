@@ -112,9 +112,10 @@ arm64() {
             > "$d/build.log" 2>&1; then
             tail -5 "$d/build.log"; ko "arm64 planted $n: build ($what)"; continue
         fi
+        # $args last: it may end in "-- hypervisor options".
         # shellcheck disable=SC2086
-        examples/hyp/arm64/run.sh $args --hyp "$d/src/build/hyp/arm64/hyp.elf" \
-            --log "$logs/planted-$n.log" > /dev/null 2>&1
+        examples/hyp/arm64/run.sh --hyp "$d/src/build/hyp/arm64/hyp.elf" \
+            --log "$logs/planted-$n.log" $args > /dev/null 2>&1
         rc=$?
         diffs=$(grep -o ' compare_diffs=[0-9]*' "$logs/planted-$n.log" | tail -1)
         if [ "$rc" = 1 ] && grep -q '^run.sh: FAIL' "$logs/planted-$n.log"; then
