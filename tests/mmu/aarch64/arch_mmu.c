@@ -346,9 +346,11 @@ void pl_arch_deactivate(void)
 void pl_arch_tlb_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
 {
     const struct pl_target *t = ctx;
+    /* The stride field of flags sits where how carries the granule shift. */
     if (t->arch_flags & (F_S2 | F_EL2))
         pl_el2_call(el2_flush, va, size,
-                    flags | (uint64_t)gshift(t) << 8 | (uint64_t)!!(t->arch_flags & F_EL2) << 16);
+                    (flags & ~MMP_FLUSH_STRIDE_MASK) | (uint64_t)gshift(t) << 8 |
+                        (uint64_t)!!(t->arch_flags & F_EL2) << 16);
     else if (flags & MMP_FLUSH_ALL)
         mmp_arch_tlbi_el1_all();
     else

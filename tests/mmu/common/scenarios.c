@@ -763,6 +763,23 @@ static void sc_split(struct mmp_pt *pt, uint64_t sz, const char *what, uint64_t 
         verify(pt, va, va + sz);
     }
     scenario_end("protect and replace one granule inside %s", what);
+
+    /* All of it made read-only after stores through it: the protect's
+     * flush must drop the writable TLB entry. Off the window's first
+     * leaf, and from an empty TLB: QEMU
+     * drops everything when an invalidation meets the span of the large
+     * entries it holds, which would hide one aimed at the wrong address. */
+    scenario_begin();
+    uint64_t far = va + 3 * sz;
+    pl_arch_tlb_flush((void *)(uintptr_t)cur, 0, 0, MMP_FLUSH_ALL);
+    if (op_map(pt, far, pa, sz, RW, 0) == 0) {
+        verify(pt, far, far + sz);
+        op_protect(pt, far, sz, RO);
+        verify(pt, far, far + sz);
+        op_unmap(pt, far, sz);
+        verify(pt, far, far + sz);
+    }
+    scenario_end("make all of %s read-only after stores through it", what);
 }
 
 /* Permissions and memory types: every combination the API offers. */
