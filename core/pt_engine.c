@@ -579,6 +579,48 @@ static bool run_matches(const struct pt_op *o, unsigned d, const uint64_t *t, un
     return true;
 }
 
+/* The leaf e at depth d (slot base va_base) already translates as this map
+ * asks (bits the hardware changes and the contiguous bit aside): a replace
+ * has nothing to change under it. */
+static bool leaf_same(const struct pt_op *o, unsigned d, uint64_t e, uint64_t va_base)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t m = ~g->oa_mask[d] & ~g->ign_mask & ~g->cont_bit;
+    return g->leaf_ok[d] && pt_kind(g, d, e) == PT_LEAF && pt_oa(g, d, e) == va_base + o->delta &&
+           (e & m) == (o->tmpl[d] & m);
+}
+
+/*
+ * A replace of the full slots [a, b] (depth d, pa_a for slot a) that
+ * finds what it would leave there: every entry already the leaf it would
+ * write, and no run it would make (a whole one inside [a, b], or with the
+ * matching entries around, a fold) left to make. Existing runs stay.
+ */
+static bool replace_is_noop(const struct pt_op *o, unsigned d, const uint64_t *t, unsigned a,
+                            unsigned b, uint64_t va_a)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t sz = slot_size(g, d);
+    for (unsigned k = a; k <= b; k++)
+        if (!leaf_same(o, d, pt_ld(&t[k]), va_a + (uint64_t)(k - a) * sz))
+            return false;
+    unsigned R = run_len(o, d);
+    if (R == 1)
+        return true;
+    for (unsigned r = a & ~(R - 1); r <= b; r += R) {
+        unsigned lo = r > a ? r : a;
+        if (pt_ld(&t[lo]) & g->cont_bit)
+            continue; /* a run already (a run is whole) */
+        if (r >= a && r + R - 1 <= b)
+            return false; /* the map writes this run */
+        uint64_t va_r = va_a - (uint64_t)a * sz + (uint64_t)r * sz;
+        if (!(o->flags & OPF_NOFOLD) &&
+            run_matches(o, d, t, r, r + R - 1, va_r + o->delta, o->tmpl[d]))
+            return false; /* the map folds it */
+    }
+    return true;
+}
+
 /*
  * Map replacing whatever [a, b] held (MMP_MAP_REPLACE): contiguous runs
  * straddling the ends are unmade, then the valid entries and tables of
@@ -626,8 +668,11 @@ static void map_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
     uint64_t sz = slot_size(g, d), tm = o->tmpl[d];
     unsigned R = run_len(o, d), lo = a, hi = b, st_lo = 0, st_hi = 0;
     uint64_t pa_a = va_a + o->delta;
-    if (o->flags & OPF_REPLACE)
+    if (o->flags & OPF_REPLACE) {
+        if (replace_is_noop(o, d, t, a, b, va_a))
+            return; /* no store, no flush, no break */
         replace_prepare(o, d, t, a, b, va_a, priv);
+    }
     if (R > 1 && !(o->flags & OPF_NOFOLD)) {
         /* Fold runs this call completes (Linux contpte_try_fold): the
          * run's other entries must already map the matching addresses. */
@@ -783,6 +828,11 @@ PT_VISITOR int map_entry(void *ctx, struct pt_slot *s)
         s->tag = T_TABLE;
         return pt_descend(s, pt_child(o->pt, s->e), PT_TABLE, s->priv);
     }
+    /* A block that already translates the part as asked: nothing to split
+     * (the same answer in both passes: the commit changes no frame or
+     * attributes outside the range, only contiguous bits). */
+    if (replace && leaf_same(o, s->d, s->e, s->va & ~(slot_size(o->g, s->d) - 1)))
+        return PT_SKIP;
     if (o->prep) {
         if (s->kind == PT_LEAF && !replace)
             return -MMP_EEXIST;
@@ -1410,6 +1460,8 @@ PT_VISITOR int sh_entry(void *ctx, struct pt_slot *s)
         return PT_SKIP; /* nothing mapped there */
     if (s->kind == PT_LEAF && map && !(o->flags & OPF_REPLACE))
         return -MMP_EEXIST;
+    if (map && leaf_same(o, s->d, s->e, s->va & ~(slot_size(o->g, s->d) - 1)))
+        return PT_SKIP; /* a block translating the unit as asked already */
     if (!o->nres && reserve(o, 1))
         return -MMP_ENOMEM; /* nothing published yet: the call gives back what it took */
     return s->kind == PT_LEAF ? split_begin(o, s) : new_begin(o, s);

@@ -44,6 +44,10 @@
  *    stop came between (unmap and replace forget pages; a protect that
  *    takes write permission away forgets arm64 dirty state), and *count
  *    must be the number of bits set.
+ *  - what a map leaves (pt.h): a block- or run-sized region around either
+ *    end of a map's range that it completed is one leaf or run; a replace
+ *    of what is mapped already splits nothing and, unless it folds,
+ *    changes and flushes nothing.
  *
  * Input: byte 0 layout (below 224: one of the first 28, the 48-bit input
  * spaces, byte % 28; from 224: one of the wide ones, so that inputs keep
@@ -1321,6 +1325,91 @@ static void check(struct mmp_pt *pt, const struct pt_model *m, struct env *e, co
               (ull)s.table_pages);
 }
 
+/* ---- what a map leaves: folded regions, identical replaces -------------- */
+
+/* The run size of a contiguous leaf of size `leaf` (0: none). */
+static uint64_t run_of(const struct mmp_pt_info *inf, uint64_t leaf)
+{
+    for (unsigned b = 0; b < 64; b++) {
+        uint64_t c = 1ull << b, l = 0;
+        if (!(inf->cont_sizes >> b & 1))
+            continue;
+        for (unsigned x = 0; x < b; x++) /* the run's leaf: the largest leaf below it */
+            if (inf->block_sizes >> x & 1)
+                l = 1ull << x;
+        if (l == leaf)
+            return c;
+    }
+    return 0;
+}
+
+/* The decoded table maps [va, va + len) to pa.. with attrs, all of it. */
+static int recs_translate(const struct env *e, uint64_t va, uint64_t len, uint64_t pa,
+                          uint32_t attrs)
+{
+    uint64_t at = va, last = va + len - 1;
+    for (size_t i = first_ending_at_or_after(&e->m, va); i < e->m.n; i++) {
+        const struct rec *r = &e->m.v[i];
+        if (r->va > at || r->attrs != attrs || r->pa + (at - r->va) != pa + (at - va))
+            return 0;
+        if (rec_last(r) >= last)
+            return 1;
+        at = rec_last(r) + 1;
+    }
+    return 0;
+}
+
+/* Leaves decoded in [lo, hi], a contiguous run counted once. */
+static size_t leaf_units(const struct env *e, const struct mmp_pt_info *inf, uint64_t lo,
+                         uint64_t hi)
+{
+    size_t n = 0;
+    for (size_t i = first_ending_at_or_after(&e->m, lo); i < e->m.n && e->m.v[i].va <= hi; i++)
+        n += !e->m.v[i].cont || !(e->m.v[i].va & (run_of(inf, e->m.v[i].size) - 1));
+    return n;
+}
+
+/*
+ * After a map: every region of a block or run size around either end of
+ * [va, va + len) that the table now maps uniformly (one aligned output
+ * range, one set of attributes) is one leaf or run - a map folds what it
+ * completes with earlier calls (include/mmport/pt.h). Not for maps with
+ * per-call flags, nor tables made with NO_FOLD.
+ */
+static void check_folded(const struct env *e, const struct mmp_pt_info *inf, uint64_t va,
+                         uint64_t len, uint32_t cfl, const char *what)
+{
+    if (cfl & MMP_PT_NO_FOLD)
+        return;
+    for (unsigned b = 0; b < 64; b++) {
+        uint64_t L = 1ull << b, leaf = 0;
+        int run = (inf->cont_sizes >> b & 1) != 0;
+        if (L <= inf->granule || !((inf->block_sizes | inf->cont_sizes) >> b & 1))
+            continue;
+        for (unsigned x = 0; x < b; x++)
+            if (inf->block_sizes >> x & 1)
+                leaf = 1ull << x;
+        if (run ? (cfl & MMP_PT_NO_CONT) || (leaf > inf->granule && (cfl & MMP_PT_NO_BLOCKS))
+                : (cfl & MMP_PT_NO_BLOCKS) != 0)
+            continue;
+        for (int end = 0; end < 2; end++) {
+            uint64_t r = (end ? va + len - 1 : va) & ~(L - 1);
+            size_t i = first_ending_at_or_after(&e->m, r);
+            if (i == e->m.n || e->m.v[i].va > r)
+                continue;
+            const struct rec *f = &e->m.v[i];
+            uint64_t pa = f->pa + (r - f->va);
+            if ((pa & (L - 1)) || !recs_translate(e, r, L, pa, f->attrs))
+                continue;
+            if (f->size >= L || (run && f->cont && f->size == leaf))
+                continue;
+            FAILF(what, "va %#llx..%#llx maps %#llx.. uniformly but is not one %s: leaf %#llx%s",
+                  (ull)r, (ull)(r + L - 1), (ull)pa, run ? "run" : "block", (ull)f->size,
+                  f->cont ? " cont" : "");
+        }
+    }
+}
+
 /* ---- systematic fault injection ------------------------------------------- */
 
 /*
@@ -1763,6 +1852,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int want = o.kind == OP_MAP && pt_model_any_mapped(&m, model_va(&w, win, o.va), o.len)
                        ? -MMP_EEXIST
                        : 0;
+        /* A replace of what is mapped already changes nothing, but may
+         * fold what it completes: fewer leaves, or none changed at all. */
+        int same = o.kind == OP_MAP_REPLACE && recs_translate(&e, o.va, o.len, o.pa, o.attrs);
+        uint64_t top = info.block_sizes | info.cont_sizes;
+        top = 1ull << (63 - __builtin_clzll(top)); /* the largest leaf or run */
+        uint64_t ulo = o.va & ~(top - 1), uhi = (o.va + o.len - 1) | (top - 1);
+        size_t units0 = same ? leaf_units(&e, &info, ulo, uhi) : 0;
+        long ch0 = e.changes, fl0 = e.flushes;
         int rc;
         if (systematic) {
             for (long k = 1;; k++)
@@ -1793,6 +1890,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (quiet_now(&lz))
             quiescent(&e, what);
         check(&pt, &m, &e, &w, cfl, what);
+        if (rc == 0 && o.kind <= OP_MAP_REPLACE && !o.mflags)
+            check_folded(&e, &info, o.va, o.len, cfl, what);
+        if (rc == 0 && same) {
+            size_t units1 = leaf_units(&e, &info, ulo, uhi);
+            if (units1 > units0)
+                FAILF(what, "an identical replace split leaves (%zu leaves and runs, now %zu)",
+                      units0, units1);
+            /* (a lazy section's pending flushes may go first) */
+            if (units1 == units0 && (e.changes != ch0 || (quiet_now(&lz) && e.flushes != fl0)))
+                FAILF(what, "an identical replace changed %ld translations, flushed %ld times",
+                      e.changes - ch0, e.flushes - fl0);
+        }
     }
 
     for (; lz.paused; lz.paused--)

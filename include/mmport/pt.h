@@ -297,7 +297,13 @@ struct mmp_pt_config {
 
 /** Per-call flags of mmp_pt_map(). */
 enum mmp_pt_map_flag {
-    MMP_MAP_REPLACE = 1u << 0,  /**< replace existing mappings instead of -EEXIST */
+    /** replace existing mappings instead of -EEXIST; where a leaf of any
+     * size (block, contiguous run, page) already translates as asked,
+     * it stays as it is (no store, no flush; a block is not split; the
+     * accessed / dirty state the MMU recorded in it is kept, and a leaf
+     * the MMU wrote still counts as writable, not as read-only); a
+     * region the replace completes is folded as by any map */
+    MMP_MAP_REPLACE = 1u << 0,
     MMP_MAP_NO_BLOCK = 1u << 1, /**< this call uses no block leaves */
     MMP_MAP_NO_CONT = 1u << 2,  /**< this call sets no contiguous bit */
 };
