@@ -346,15 +346,19 @@ void pl_arch_deactivate(void)
 void pl_arch_tlb_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
 {
     const struct pl_target *t = ctx;
-    /* The stride field of flags sits where how carries the granule shift. */
+    /* One TLBI per step of the changed leaves' size where the engine gives
+     * it (as a hypervisor's hook does: a wrong stride then misses), else
+     * per granule. how carries it where flags has its stride field. */
+    unsigned stride = MMP_FLUSH_STRIDE(flags);
+    unsigned shift = (flags & MMP_FLUSH_LEAF) && stride ? stride : gshift(t);
     if (t->arch_flags & (F_S2 | F_EL2))
         pl_el2_call(el2_flush, va, size,
-                    (flags & ~MMP_FLUSH_STRIDE_MASK) | (uint64_t)gshift(t) << 8 |
+                    (flags & ~MMP_FLUSH_STRIDE_MASK) | (uint64_t)shift << 8 |
                         (uint64_t)!!(t->arch_flags & F_EL2) << 16);
     else if (flags & MMP_FLUSH_ALL)
         mmp_arch_tlbi_el1_all();
     else
-        mmp_arch_tlbi_el1_range(va, size, gshift(t), 0, (flags & MMP_FLUSH_LEAF) != 0);
+        mmp_arch_tlbi_el1_range(va, size, shift, 0, (flags & MMP_FLUSH_LEAF) != 0);
 }
 
 /* PAR_EL1 (D24.2.142): F [0]; on fault FST [6:1]; else SH [8:7],
