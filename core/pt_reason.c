@@ -260,9 +260,9 @@ static void text_of(struct text *t, const struct mmp_pt_reason *r)
         put_range(t, "input", r);
         put(t, " is not canonical for ");
         put_dec(t, r->limit);
-        put(t, "-bit addresses (one half: both ends below 2^");
+        put(t, "-bit addresses (both ends below 2^");
         put_dec(t, r->limit - 1);
-        put(t, " or both sign-extended)");
+        put(t, ", or both in the sign-extended upper half)");
         return;
     case MMP_PT_RULE_ATTRS_UNKNOWN:
         put(t, "attribute bits ");

@@ -122,7 +122,7 @@ static int ept_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uin
     uint32_t p = attrs & (MMP_PROT_READ | MMP_PROT_WRITE | x);
     /* USER and GLOBAL mean nothing at the second stage; UEXEC only with MBEC. */
     if (attrs & ~(p | MMP_MEM_MASK))
-        return attrs & ~(MMP_PROT_MASK | MMP_MEM_MASK) ? MMP_PT_RULE_ATTRS_UNKNOWN
+        return attrs & ~(MMP_PROT_MASK | MMP_PROT_UEXEC | MMP_MEM_MASK) ? MMP_PT_RULE_ATTRS_UNKNOWN
                : attrs & (MMP_PROT_USER | MMP_PROT_GLOBAL) ? MMP_PT_RULE_NO_USER_GLOBAL
                                                             : MMP_PT_RULE_UEXEC;
     /* Misconfigurations (29.3.3.1): W without R; execute without R (in
