@@ -159,8 +159,8 @@ MMP_API int mmp_pt_reason(const struct mmp_pt *pt, struct mmp_pt_reason *out);
 
 /**
  * Render @p r as one line of English naming the rule and its values
- * (e.g. "EPT: WRITE needs READ (a write-only entry is a misconfiguration),
- * attrs 0x2"), NUL-terminated and cut to @p size - 1 bytes, as snprintf
+ * (e.g. "EPT: WRITE needs READ (a write-only entry is an EPT
+ * misconfiguration), attrs 0x2"), NUL-terminated and cut to @p size - 1 bytes, as snprintf
  * does. @p buf may be NULL when @p size is 0.
  * @return the length of the whole text (>= size: it was cut);
  * -EINVAL for NULL @p r, or NULL @p buf with a non-zero @p size.
@@ -168,8 +168,11 @@ MMP_API int mmp_pt_reason(const struct mmp_pt *pt, struct mmp_pt_reason *out);
 MMP_API int mmp_pt_reason_text(const struct mmp_pt_reason *r, char *buf, size_t size);
 
 /**
- * mmp_pt_reason() then mmp_pt_reason_text(): the text of @p pt's last
- * failure. Returns as mmp_pt_reason_text(); -EINVAL as mmp_pt_reason().
+ * Render why the last failing call on @p pt failed into @p buf, as
+ * mmp_pt_reason() then mmp_pt_reason_text() would.
+ * @return the length of the whole text, as mmp_pt_reason_text();
+ * -EINVAL for NULL @p pt, storage that holds neither a live table nor a
+ * failed init, or NULL @p buf with a non-zero @p size.
  */
 MMP_API int mmp_pt_why(const struct mmp_pt *pt, char *buf, size_t size);
 
