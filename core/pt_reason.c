@@ -134,6 +134,7 @@ int mmp_pt_reason(const struct mmp_pt *p, struct mmp_pt_reason *out)
     if (!p || !out)
         return -MMP_EINVAL;
     const struct pt *pt = cpt_of(p);
+    mmp_host_assume_init(&pt->state, sizeof pt->state); /* storage may be garbage, as init's */
     if (pt->state != pt_state_of(p, PT_LIVE) && pt->state != pt_state_of(p, PT_FAILED))
         return -MMP_EINVAL;
     uint64_t w0 = (uint64_t)AO_load(&pt->why[0]);
