@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Page tables: creation, lookup, walk, geometry and counters. */
 #include "pt_engine.h"
+#include "pt_reason.h"
 #include "pt_walk.h"
 
-int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
+int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, unsigned *rule)
 {
+    *rule = MMP_PT_RULE_FORMAT;
     const struct mmp_pt_fmt *f;
     switch (cfg->format) {
     case MMP_PT_X86_64: f = &mmp_core_pt_fmt_x86_64; break;
@@ -15,10 +17,12 @@ int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
     default: return -MMP_EINVAL;
     }
     __builtin_memset(g, 0, sizeof *g);
+    *rule = MMP_PT_RULE_GEOMETRY;
     int rc = f->setup(g, cfg);
     g->fmt = f;
     if (rc || !cfg->max_leaf)
         return rc;
+    *rule = MMP_PT_RULE_MAX_LEAF;
     /* The leaf-size limit, for every format: no block, and no contiguous
      * run, whose size exceeds it (a run is one TLB entry of its total size). */
     uint64_t m = cfg->max_leaf;
@@ -34,12 +38,15 @@ int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
     return 0;
 }
 
-#define CFG_FLAGS                                                                  \
-    (MMP_PT_NO_BLOCKS | MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER |      \
-     MMP_PT_KEEP_TABLES | MMP_PT_EL2 | MMP_PT_S2FWB | MMP_PT_TRACK_HW | MMP_PT_SHARED |      \
-     MMP_PT_BBML2 | MMP_PT_X86_SIZE_BBM | MMP_PT_GENERIC_DEPTH |                     \
-     CFG_EPT_FLAGS)
-#define CFG_EPT_FLAGS (MMP_PT_EPT_XO | MMP_PT_EPT_AD | MMP_PT_EPT_MBEC)
+/* Init failed on storage that is no table: it keeps the reason for
+ * mmp_pt_reason() (a state no live-table check accepts). */
+static int init_failed(struct mmp_pt *p, const struct mmp_pt_reason *r)
+{
+    struct pt *pt = pt_of(p);
+    __builtin_memset(p, 0, sizeof *p);
+    pt->state = pt_state_of(p, PT_FAILED);
+    return mmp_core_pt_fail(pt, r->err, r->rule, r->value, r->end, r->limit);
+}
 
 int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct mmp_pt_ops *ops)
 {
@@ -48,42 +55,28 @@ int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct 
     struct pt *pt = pt_of(p);
     /* The storage may be garbage (struct pt::state says how that is told). */
     mmp_host_assume_init(&pt->state, sizeof pt->state);
-    if (pt_live(p))
-        return -MMP_EBUSY; /* re-initialising would leak every page of it */
-    if (!cfg || (cfg->flags & ~CFG_FLAGS) || cfg->flush_ranges > PT_MAX_RANGES)
-        return -MMP_EINVAL;
-    if ((cfg->flags & CFG_EPT_FLAGS) && cfg->format != MMP_PT_X86_EPT)
-        return -MMP_EINVAL;
-    if ((cfg->flags & MMP_PT_X86_SIZE_BBM) && cfg->format != MMP_PT_X86_64 &&
-        cfg->format != MMP_PT_X86_NPT)
-        return -MMP_EINVAL; /* an AMD erratum: not for EPT (Intel) or arm64 */
-    if ((cfg->flags & MMP_PT_BBML2) && cfg->format != MMP_PT_ARM64_S1 &&
-        cfg->format != MMP_PT_ARM64_S2)
-        return -MMP_EINVAL;
-    if (!ops)
-        ops = mmp_host_pt_default_ops();
-    if (!ops || !ops->alloc_table || !ops->free_table)
-        return -MMP_EINVAL;
-    if ((cfg->flags & MMP_PT_SHARED) && !ops->retire_table && !mmp_host_epoch_ok())
-        return -MMP_EINVAL; /* nothing could tell when an unlinked table is free */
+    if (pt_live(p)) /* re-initialising would leak every page of it */
+        return mmp_core_pt_fail(pt, -MMP_EBUSY, MMP_PT_RULE_LIVE, 0, 0, 0);
+    struct mmp_pt_reason r;
+    struct mmp_pt_geom g;
+    if (mmp_core_pt_config_check(cfg, &ops, &g, &r))
+        return init_failed(p, &r);
     __builtin_memset(p, 0, sizeof *p);
-    int rc = mmp_core_pt_geom(&pt->g, cfg);
-    if (rc)
-        return rc;
+    pt->g = g;
     mmp_core_pt_engine_select(p, (cfg->flags & MMP_PT_GENERIC_DEPTH) != 0);
     pt->ops = *ops;
     pt->cfg_flags = cfg->flags;
     mmp_core_pt_batch_init(pt, cfg);
     uint64_t pa = 0;
     void *root = ops->alloc_table(ops->ctx, pt->g.root_bytes, &pa);
-    if (!root) {
-        __builtin_memset(p, 0, sizeof *p);
-        return -MMP_ENOMEM;
-    }
+    r = (struct mmp_pt_reason){.rule = MMP_PT_RULE_NOMEM, .err = -MMP_ENOMEM};
+    if (!root)
+        return init_failed(p, &r);
     if (pa & (pt->g.root_bytes - 1)) { /* the base register cannot hold it */
         ops->free_table(ops->ctx, root, pa, pt->g.root_bytes);
-        __builtin_memset(p, 0, sizeof *p);
-        return -MMP_EINVAL;
+        r = (struct mmp_pt_reason){.rule = MMP_PT_RULE_TABLE_ALIGN, .err = -MMP_EINVAL,
+                                   .value = pa, .limit = pt->g.root_bytes};
+        return init_failed(p, &r);
     }
     __builtin_memset(root, 0, pt->g.root_bytes);
     pt->root = (uint64_t *)root;
@@ -113,19 +106,23 @@ int mmp_core_pt_check_va(const struct pt *pt, uint64_t va, uint64_t size, uint64
 {
     uint64_t gm = ((uint64_t)1 << pt->g.granule_shift) - 1;
     if (!size || (va & gm) || (size & gm))
-        return -MMP_EINVAL;
+        return mmp_core_pt_fail(pt, -MMP_EINVAL,
+                                !size     ? MMP_PT_RULE_SIZE_ZERO
+                                : va & gm ? MMP_PT_RULE_VA_ALIGN
+                                          : MMP_PT_RULE_SIZE_ALIGN,
+                                va & gm ? va : size, 0, gm + 1);
     uint64_t l = va + size - 1;
     if (l < va)
-        return -MMP_EOVERFLOW;
+        return mmp_core_pt_fail(pt, -MMP_EOVERFLOW, MMP_PT_RULE_VA_WRAP, va, 0, size);
     unsigned vb = pt->g.va_bits;
     if (pt->g.sign_extend) {
         /* Canonical: bits 63..vb-1 all equal, and both ends in one half. */
         uint64_t hi_va = va >> (vb - 1), hi_l = l >> (vb - 1);
         uint64_t all = (~0ull) >> (vb - 1);
         if ((hi_va != 0 && hi_va != all) || hi_va != hi_l)
-            return -MMP_ERANGE;
+            return mmp_core_pt_fail(pt, -MMP_ERANGE, MMP_PT_RULE_VA_CANONICAL, va, l, vb);
     } else if (l >> vb) {
-        return -MMP_ERANGE;
+        return mmp_core_pt_fail(pt, -MMP_ERANGE, MMP_PT_RULE_VA_RANGE, va, l, vb);
     }
     *last = l;
     return 0;
@@ -137,6 +134,7 @@ struct walk_ctx {
     void *arg;
     bool shared;   /* MMP_PT_SHARED: entries may be LOCKED */
     bool retry;    /* met one: walk again from the root at resume */
+    bool fn_failed; /* the walk returns fn's value */
     unsigned tries; /* exclusive tables: walks again after a freed table */
     uint64_t resume;
 };
@@ -174,8 +172,10 @@ static int read_span(void *ctx, struct pt_slot *s)
             struct mmp_pt_leaf l;
             pt_leaf_of(w->pt, s->d, e, va, &l);
             int rc = w->fn(w->arg, &l);
-            if (rc)
+            if (rc) {
+                w->fn_failed = true;
                 return rc;
+            }
         } else if (w->shared ? pt_locked(g, e) || pt_kind(g, s->d, e) == PT_TABLE
                              : (pt_kind(g, s->d, e) == PT_TABLE || e == PT_DFREE_MARK) &&
                                    w->tries++ < READ_TRIES) {
@@ -228,8 +228,10 @@ static int lookup_leaf(void *arg, const struct mmp_pt_leaf *l)
 
 int mmp_pt_lookup(const struct mmp_pt *p, uint64_t va, struct mmp_pt_leaf *out)
 {
-    if (!pt_live(p) || !out)
+    if (!pt_live(p))
         return -MMP_EINVAL;
+    if (!out)
+        return mmp_core_pt_fail(cpt_of(p), -MMP_EINVAL, MMP_PT_RULE_NULL_ARG, 0, 0, 0);
     const struct pt *pt = cpt_of(p);
     uint64_t last;
     int rc = mmp_core_pt_check_va(pt, va & ~(((uint64_t)1 << pt->g.granule_shift) - 1),
@@ -238,20 +240,26 @@ int mmp_pt_lookup(const struct mmp_pt *p, uint64_t va, struct mmp_pt_leaf *out)
         return rc;
     struct walk_ctx w = {.pt = pt, .fn = lookup_leaf, .arg = out};
     rc = read_walk(&w, va, va);
-    return rc < 0 ? rc : rc ? 0 : -MMP_ENOENT;
+    if (rc < 0)
+        return mmp_core_pt_fail_op(pt, rc, va, va);
+    return rc ? 0 : -MMP_ENOENT; /* a miss is no failure: nothing recorded */
 }
 
 int mmp_pt_walk(const struct mmp_pt *p, uint64_t va, uint64_t size, mmp_pt_walk_fn fn, void *arg)
 {
-    if (!pt_live(p) || !fn)
+    if (!pt_live(p))
         return -MMP_EINVAL;
     const struct pt *pt = cpt_of(p);
+    if (!fn)
+        return mmp_core_pt_fail(pt, -MMP_EINVAL, MMP_PT_RULE_NULL_ARG, 0, 0, 0);
     uint64_t last;
     int rc = mmp_core_pt_check_va(pt, va, size, &last);
     if (rc)
         return rc;
     struct walk_ctx w = {.pt = pt, .fn = fn, .arg = arg};
-    return read_walk(&w, va, last);
+    rc = read_walk(&w, va, last);
+    /* The walk's own -EIO; fn's values are fn's, not recorded. */
+    return rc == -MMP_EIO && !w.fn_failed ? mmp_core_pt_fail_op(pt, rc, va, last) : rc;
 }
 
 uint64_t mmp_pt_root(const struct mmp_pt *p)
@@ -269,8 +277,10 @@ void mmp_pt_stats(const struct mmp_pt *p, struct mmp_pt_stats *out)
 
 int mmp_pt_info(const struct mmp_pt *p, struct mmp_pt_info *out)
 {
-    if (!pt_live(p) || !out)
+    if (!pt_live(p))
         return -MMP_EINVAL;
+    if (!out)
+        return mmp_core_pt_fail(cpt_of(p), -MMP_EINVAL, MMP_PT_RULE_NULL_ARG, 0, 0, 0);
     const struct mmp_pt_geom *g = &cpt_of(p)->g;
     __builtin_memset(out, 0, sizeof *out);
     out->format = g->fmt->format;
@@ -303,11 +313,13 @@ int mmp_pt_info(const struct mmp_pt *p, struct mmp_pt_info *out)
 
 int mmp_pt_regs(const struct mmp_pt *p, uint16_t id, struct mmp_pt_regs *out)
 {
-    if (!pt_live(p) || !out)
+    if (!pt_live(p))
         return -MMP_EINVAL;
     const struct pt *pt = cpt_of(p);
+    if (!out)
+        return mmp_core_pt_fail(pt, -MMP_EINVAL, MMP_PT_RULE_NULL_ARG, 0, 0, 0);
     if (id > pt->g.id_max || !pt->g.fmt->regs)
-        return -MMP_EINVAL;
+        return mmp_core_pt_fail(pt, -MMP_EINVAL, MMP_PT_RULE_ID, id, 0, pt->g.id_max);
     __builtin_memset(out, 0, sizeof *out);
     pt->g.fmt->regs(&pt->g, pt->root_pa, id, out);
     return 0;

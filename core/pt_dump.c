@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Usage counts and the text dump (freestanding: a tiny formatter, no libc). */
+#include "pt_reason.h"
 #include "pt_walk.h"
 
 struct usage {
@@ -63,14 +64,17 @@ static const struct pt_visitor usage_visitor = {
 
 int mmp_pt_usage(const struct mmp_pt *p, struct mmp_pt_usage *out)
 {
-    if (!pt_live(p) || !out)
+    if (!pt_live(p))
         return -MMP_EINVAL;
     const struct pt *pt = cpt_of(p);
+    if (!out)
+        return mmp_core_pt_fail(pt, -MMP_EINVAL, MMP_PT_RULE_NULL_ARG, 0, 0, 0);
     __builtin_memset(out, 0, sizeof *out);
     out->table_pages = pt->g.root_bytes >> pt->g.granule_shift;
     struct usage w = {.pt = pt, .u = out};
-    return pt_walk(&usage_visitor, &w, pt, pt->g.nlev, 0, pt->root, false, 0,
-                   pt_span_of(&pt->g, 0));
+    uint64_t last = pt_span_of(&pt->g, 0);
+    int rc = pt_walk(&usage_visitor, &w, pt, pt->g.nlev, 0, pt->root, false, 0, last);
+    return rc < 0 ? mmp_core_pt_fail_op(pt, rc, 0, last) : rc;
 }
 
 /* ---- formatting --------------------------------------------------------- */
@@ -195,7 +199,8 @@ int mmp_pt_dump(const struct mmp_pt *p, uint64_t va, uint64_t size,
                 int (*out)(void *arg, const char *line), void *arg)
 {
     if (!out)
-        return -MMP_EINVAL;
+        return pt_live(p) ? mmp_core_pt_fail(cpt_of(p), -MMP_EINVAL, MMP_PT_RULE_NULL_ARG, 0, 0, 0)
+                          : -MMP_EINVAL;
     struct dump dm = {.out = out, .arg = arg};
     int rc = mmp_pt_walk(p, va, size, dump_leaf, &dm);
     if (rc)

@@ -14,6 +14,7 @@
 #define MMPORT_CORE_PT_FMT_H
 
 #include <mmport/pt.h>
+#include <mmport/pt_reason.h>
 
 #define MMP_PT_MAXLEV 5
 
@@ -105,7 +106,8 @@ struct mmp_pt_fmt {
     /* Validate cfg and fill g (fmt excepted). -EINVAL / -ENOTSUP. */
     int (*setup)(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg);
     /* Leaf descriptor at depth d for attrs, without address and contiguous
-     * bit, in *tmpl. -EINVAL if the format cannot express attrs. */
+     * bit, in *tmpl: 0, or the enum mmp_pt_rule attrs break (the call
+     * then fails with -EINVAL). */
     int (*leaf)(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint64_t *tmpl);
     /* MMP_PROT_* | MMP_MEM_* of a valid leaf at depth d. */
     uint32_t (*attrs)(const struct mmp_pt_geom *g, unsigned d, uint64_t desc);
@@ -136,6 +138,17 @@ struct mmp_pt_fmt {
                  struct mmp_pt_regs *out);
 };
 
+/* The rule (enum mmp_pt_rule) attrs break in a format without
+ * MMP_PROT_UEXEC: unknown bits, UEXEC, no READ; 0 for none. */
+static inline unsigned pt_attrs_rule(uint32_t attrs)
+{
+    if (attrs & ~(uint32_t)(MMP_PROT_MASK | MMP_PROT_UEXEC | MMP_MEM_MASK))
+        return MMP_PT_RULE_ATTRS_UNKNOWN;
+    if (attrs & MMP_PROT_UEXEC)
+        return MMP_PT_RULE_UEXEC;
+    return attrs & MMP_PROT_READ ? 0 : MMP_PT_RULE_READ_NEEDED;
+}
+
 /* The formats (arch/x86/pt_x86.c, pt_ept.c, arch/arm64/pt_arm64.c). */
 extern const struct mmp_pt_fmt mmp_core_pt_fmt_x86_64;
 extern const struct mmp_pt_fmt mmp_core_pt_fmt_x86_ept;
@@ -144,7 +157,9 @@ extern const struct mmp_pt_fmt mmp_core_pt_fmt_arm64_s1;
 extern const struct mmp_pt_fmt mmp_core_pt_fmt_arm64_s2;
 
 /* Fill g for cfg with the right format. -EINVAL / -ENOTSUP. */
-int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg);
+/* Fill g from cfg: 0, or an error with *rule the enum mmp_pt_rule broken
+ * (FORMAT, GEOMETRY from the format's setup, MAX_LEAF). */
+int mmp_core_pt_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, unsigned *rule);
 
 static inline uint64_t mmp_core_pt_bits(unsigned hi, unsigned lo)
 {

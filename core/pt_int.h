@@ -74,6 +74,9 @@ struct pt {
      * PT_DFREE_MARK) has its bit, pt_freed_bit(), set here: a walk need
      * not read a page's mark where the bit is clear (core/pt_fault.c). */
     volatile AO_t freed_bits;
+    /* Why the last call failed (core/pt_reason.c): rule | err << 32,
+     * value, end, limit; written only on error paths. */
+    volatile AO_t why[4];
 };
 
 _Static_assert(sizeof(struct pt) <= sizeof(struct mmp_pt), "struct mmp_pt too small");
@@ -90,6 +93,7 @@ static inline const struct pt *cpt_of(const struct mmp_pt *p)
 
 #define PT_LIVE 0x6d6d706f72742b21ull /* between init and fini */
 #define PT_DEAD 0x6d6d706f72742d2dull /* after fini */
+#define PT_FAILED 0x6d6d706f72743f3full /* after an init that failed: holds its reason */
 
 static inline uint64_t pt_state_of(const void *p, uint64_t st)
 {

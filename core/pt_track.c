@@ -22,6 +22,7 @@
 #include <mmport/track.h>
 
 #include "pt_op.h"
+#include "pt_reason.h"
 #include "pt_state.h"
 #include "pt_walk.h"
 
@@ -364,12 +365,12 @@ static int bitmap_pass(struct mmp_pt *p, uint64_t va, uint64_t size, uint64_t *b
     int rc = check(p, va, size, &last);
     if (rc)
         return rc;
-    if (!bitmap)
-        return -MMP_EINVAL;
     struct pt *pt = pt_of(p);
+    if (!bitmap)
+        return mmp_core_pt_fail(pt, -MMP_EINVAL, MMP_PT_RULE_NULL_ARG, 0, 0, 0);
     const struct mmp_pt_geom *g = &pt->g;
     if (young && !g->trk_a)
-        return -MMP_ENOTSUP;
+        return mmp_core_pt_fail(pt, -MMP_ENOTSUP, MMP_PT_RULE_TRACK_MODE, 0, 0, 0);
     uint64_t n = size >> g->granule_shift;
     __builtin_memset(bitmap, 0, ((n + 63) / 64) * 8);
     struct trk w;
@@ -384,7 +385,7 @@ static int bitmap_pass(struct mmp_pt *p, uint64_t va, uint64_t size, uint64_t *b
     pass_end(pt);
     if (count)
         *count = w.count;
-    return rc;
+    return rc < 0 ? mmp_core_pt_fail_op(pt, rc, va, last) : rc;
 }
 
 int mmp_pt_track_harvest(struct mmp_pt *p, uint64_t va, uint64_t size, uint64_t *bitmap,
@@ -443,19 +444,22 @@ int mmp_pt_track_start(struct mmp_pt *p, uint64_t va, uint64_t size,
         return rc;
     struct pt *pt = pt_of(p);
     uint64_t chunk = opts && opts->chunk ? opts->chunk : MMP_TRACK_DEFAULT_CHUNK;
-    if (chunk & (((uint64_t)1 << pt->g.granule_shift) - 1))
-        return -MMP_EINVAL;
+    uint64_t gm = ((uint64_t)1 << pt->g.granule_shift) - 1;
+    if (chunk & gm)
+        return mmp_core_pt_fail(pt, -MMP_EINVAL, MMP_PT_RULE_TRACK_CHUNK, chunk, 0, gm + 1);
     uint64_t done = 0;
     for (uint64_t lo = va;;) {
         uint64_t hi = last - lo >= chunk ? lo + chunk - 1 : last;
         rc = start_chunk(pt, lo, hi);
-        if (rc)
+        if (rc) {
+            mmp_core_pt_fail_op(pt, rc, lo, hi);
             break;
+        }
         done = hi - va + 1;
         if (hi == last)
             break;
         if (opts && opts->yield && opts->yield(opts->yield_arg, done, size)) {
-            rc = -MMP_EINTR;
+            rc = mmp_core_pt_fail(pt, -MMP_EINTR, MMP_PT_RULE_CANCELLED, done, 0, 0);
             break;
         }
         lo = hi + 1;
@@ -604,7 +608,7 @@ int mmp_pt_track_stop(struct mmp_pt *p, uint64_t va, uint64_t size)
     struct pt *pt = pt_of(p);
     const struct mmp_pt_geom *g = &pt->g;
     if (!g->trk_hw && (rc = unmark(pt, va, last)) != 0)
-        return rc;
+        return mmp_core_pt_fail_op(pt, rc, va, last);
     if ((pt->cfg_flags & MMP_PT_NO_FOLD) || g->nlev < 2)
         return 0;
     /* One last-level table's span at a time (its table may be folded away). */
@@ -631,7 +635,7 @@ static int fault(struct mmp_pt *p, uint64_t va, bool write)
     if (rc)
         return rc;
     if (!write && !g->trk_a)
-        return -MMP_ENOTSUP;
+        return mmp_core_pt_fail(pt, -MMP_ENOTSUP, MMP_PT_RULE_TRACK_MODE, 0, 0, 0);
     struct find f = find(pt, va);
     if (!f.t)
         return -MMP_ENOENT;
@@ -654,7 +658,8 @@ static int fault(struct mmp_pt *p, uint64_t va, bool write)
                 else if (!g->trk_d && !wr && (x & g->trk_m))
                     nw = (nw & ~g->trk_w) | g->trk_w_on;
                 else if (!wr)
-                    return -MMP_EACCES;
+                    return mmp_core_pt_fail(pt, -MMP_EACCES, MMP_PT_RULE_NOT_WRITABLE, va, 0,
+                                            0);
             }
             if (nw == x || cas(&f.t[k], x, nw))
                 break;

@@ -5,6 +5,7 @@
  */
 #include "pt_fault.h"
 #include "pt_op.h"
+#include "pt_reason.h"
 
 static int op_init(struct pt_op *o, struct mmp_pt *p, int kind, uint32_t attrs)
 {
@@ -27,9 +28,9 @@ static int op_init(struct pt_op *o, struct mmp_pt *p, int kind, uint32_t attrs)
     for (unsigned d = 0; d < pt->g.nlev; d++) {
         if (!pt->g.leaf_ok[d])
             continue;
-        int rc = pt->g.fmt->leaf(&pt->g, d, attrs, &o->tmpl[d]);
-        if (rc)
-            return rc;
+        unsigned rule = pt->g.fmt->leaf(&pt->g, d, attrs, &o->tmpl[d]);
+        if (rule)
+            return mmp_core_pt_fail_attrs(pt, rule, attrs);
     }
     pt_note_global(pt, attrs);
     return 0;
@@ -38,23 +39,26 @@ static int op_init(struct pt_op *o, struct mmp_pt *p, int kind, uint32_t attrs)
 int mmp_pt_map(struct mmp_pt *p, uint64_t va, uint64_t pa, uint64_t size, uint32_t attrs,
                uint32_t flags)
 {
-    if (!pt_live(p) ||
-        (flags & ~(uint32_t)(MMP_MAP_REPLACE | MMP_MAP_NO_BLOCK | MMP_MAP_NO_CONT)))
+    const uint32_t known = MMP_MAP_REPLACE | MMP_MAP_NO_BLOCK | MMP_MAP_NO_CONT;
+    if (!pt_live(p))
         return -MMP_EINVAL;
     struct pt *pt = pt_of(p);
+    if (flags & ~known)
+        return mmp_core_pt_fail(pt, -MMP_EINVAL, MMP_PT_RULE_FLAGS, flags & ~known, 0, 0);
     uint64_t last;
     int rc = mmp_core_pt_check_va(pt, va, size, &last);
     if (rc)
         return rc;
-    if (pa & (((uint64_t)1 << pt->g.granule_shift) - 1))
-        return -MMP_EINVAL;
+    uint64_t gm = ((uint64_t)1 << pt->g.granule_shift) - 1;
+    if (pa & gm)
+        return mmp_core_pt_fail(pt, -MMP_EINVAL, MMP_PT_RULE_PA_ALIGN, pa, 0, gm + 1);
     if (pa + size - 1 < pa)
-        return -MMP_EOVERFLOW;
+        return mmp_core_pt_fail(pt, -MMP_EOVERFLOW, MMP_PT_RULE_PA_WRAP, pa, 0, size);
     if ((pa + size - 1) >> pt->g.pa_bits)
-        return -MMP_ERANGE;
-    if (last == va + ((uint64_t)1 << pt->g.granule_shift) - 1 &&
-        (rc = mmp_core_pt_slot_map(pt, va, pa, attrs, flags)) != PT_SLOT_ENGINE)
-        return rc;
+        return mmp_core_pt_fail(pt, -MMP_ERANGE, MMP_PT_RULE_PA_RANGE, pa, pa + size - 1,
+                                pt->g.pa_bits);
+    if (last == va + gm && (rc = mmp_core_pt_slot_map(pt, va, pa, attrs, flags)) != PT_SLOT_ENGINE)
+        return rc < 0 ? mmp_core_pt_fail_op(pt, rc, va, last) : rc;
     struct pt_op o;
     rc = op_init(&o, p, OP_MAP, attrs);
     if (rc)
@@ -66,7 +70,8 @@ int mmp_pt_map(struct mmp_pt *p, uint64_t va, uint64_t pa, uint64_t size, uint32
         o.flags |= OPF_NOBLOCK;
     if (flags & MMP_MAP_NO_CONT)
         o.flags |= OPF_NOCONT;
-    return o.pt->run(&o, va, last);
+    rc = o.pt->run(&o, va, last);
+    return rc < 0 ? mmp_core_pt_fail_op(pt, rc, va, last) : rc;
 }
 
 /* Unmap and protect: check the range, then run the table's engine. */
@@ -80,12 +85,13 @@ static int run_range(struct mmp_pt *p, uint64_t va, uint64_t size, int kind, uin
         return rc;
     if (kind == OP_UNMAP && last == va + ((uint64_t)1 << pt_of(p)->g.granule_shift) - 1 &&
         (rc = mmp_core_pt_slot_unmap(pt_of(p), va)) != PT_SLOT_ENGINE)
-        return rc;
+        return rc < 0 ? mmp_core_pt_fail_op(pt_of(p), rc, va, last) : rc;
     struct pt_op o;
     rc = op_init(&o, p, kind, attrs);
     if (rc)
         return rc;
-    return o.pt->run(&o, va, last);
+    rc = o.pt->run(&o, va, last);
+    return rc < 0 ? mmp_core_pt_fail_op(pt_of(p), rc, va, last) : rc;
 }
 
 int mmp_pt_unmap(struct mmp_pt *p, uint64_t va, uint64_t size)

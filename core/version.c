@@ -31,13 +31,13 @@ const char *mmp_strerror(int err)
     case MMP_EINVAL:
         return "invalid argument";
     case MMP_ERANGE:
-        return "address out of range";
+        return "address beyond the input or output address bits";
     case MMP_ENOSYS:
         return "not built in";
     case MMP_EOVERFLOW:
         return "size overflow";
     case MMP_ENOTSUP:
-        return "not supported by this CPU or format";
+        return "not supported by this format, configuration or table mode";
     default:
         return "unknown error";
     }

@@ -183,8 +183,10 @@ static int run(int argc, char **argv)
     if (!rc)
         rc = mmp_pt_map(&pt, va0, pa0, size, MMP_PROT_READ | MMP_PROT_WRITE, 0);
     if (rc) {
+        char why[200] = "";
+        mmp_pt_why(&pt, why, sizeof why); /* the failed init's or map's reason */
         progress_finish(&bd_pr);
-        return cli_error(cmd, "map: %s", mmp_strerror(rc));
+        return cli_error(cmd, "map: %s: %s", mmp_strerror(rc), why);
     }
     struct chunks ch = {progress_now(), 0, 0};
     double t0 = ch.last;
@@ -194,8 +196,10 @@ static int run(int argc, char **argv)
     on_chunk(&ch, size, size); /* the last chunk (no yield after it) */
     ch.n--;
     if (rc) {
+        char why[200] = "";
+        mmp_pt_why(&pt, why, sizeof why);
         progress_finish(&bd_pr);
-        return cli_error(cmd, "start: %s", mmp_strerror(rc));
+        return cli_error(cmd, "start: %s: %s", mmp_strerror(rc), why);
     }
     uint64_t cnt;
     mmp_pt_track_harvest(&pt, va0, size, bm, &cnt); /* a clean first pass */

@@ -215,8 +215,8 @@ static int bad_map(const char *arg, const char *fmt, ...)
     return cli_usage_error("ptdump", "--map '%s': %s", arg, why);
 }
 
-/* Checks one VA:PA:SIZE[:ATTRS] against the format's granule; 0 or exit code. */
-static int parse_map(const char *arg, uint32_t granule, unsigned long long v[3], uint32_t *attrs)
+/* Parses one VA:PA:SIZE[:ATTRS] (mmp_pt_map() checks the values); 0 or exit code. */
+static int parse_map(const char *arg, unsigned long long v[3], uint32_t *attrs)
 {
     char spec[256];
     snprintf(spec, sizeof spec, "%s", arg);
@@ -231,12 +231,6 @@ static int parse_map(const char *arg, uint32_t granule, unsigned long long v[3],
         if (!parse_u64(f[i], &v[i]))
             return bad_map(arg, "%s '%s' is not a number (hex, decimal, K/M/G suffix)", what[i],
                            f[i]);
-    for (int i = 0; i < 3; i++)
-        if (v[i] % granule)
-            return bad_map(arg, "%s 0x%llx is not aligned to the %u-byte granule", what[i], v[i],
-                           granule);
-    if (!v[2])
-        return bad_map(arg, "SIZE is 0");
     *attrs = MMP_PROT_READ | MMP_PROT_WRITE;
     if (n == 4 && !parse_attrs(f[3], attrs))
         return bad_map(arg, "unknown attribute in '%s' (letters r w x u g; wb, nc, device)",
@@ -244,56 +238,29 @@ static int parse_map(const char *arg, uint32_t granule, unsigned long long v[3],
     return 0;
 }
 
-/*
- * The rules mmp_pt_map() applies to attributes and ranges, checked first so
- * that a refusal says which rule (mmp_pt_map's own -EINVAL does not);
- * 0 or a usage error.
- */
-static int check_map(const char *arg, const struct cli_pt_format *fmt,
-                     const struct mmp_pt_info *inf, const unsigned long long v[3], uint32_t a)
+/* A rule the caller's arguments broke (a usage error), as opposed to a
+ * failure of the table itself (memory, corruption). */
+static bool usage_rule(unsigned rule)
 {
-    enum mmp_pt_format f = fmt->cfg.format;
-    uint32_t flags = fmt->cfg.flags;
-    bool ept = f == MMP_PT_X86_EPT;
-    uint32_t exec = a & (MMP_PROT_EXEC | MMP_PROT_UEXEC);
-    if ((a & MMP_PROT_UEXEC) && !(flags & MMP_PT_EPT_MBEC))
-        return bad_map(arg, "X (user-mode execute) needs --format x86-ept-mbec");
-    if (!(a & MMP_PROT_READ)) {
-        if (ept && (a & MMP_PROT_WRITE))
-            return bad_map(arg, "EPT needs READ with WRITE (r with w: a write-only entry is an "
-                                "EPT misconfiguration)");
-        if (ept && exec && !(flags & MMP_PT_EPT_XO))
-            return bad_map(arg, "EPT execute-only needs a CPU that allows it: --format "
-                                "x86-ept-mbec");
-        if (!ept || !exec)
-            return bad_map(arg, "%s needs r (READ) in every leaf", fmt->name);
-    }
-    uint32_t mem = a & MMP_MEM_MASK;
-    if (!ept && (mem == MMP_MEM_WC || mem == MMP_MEM_WT || mem == MMP_MEM_WP))
-        return bad_map(arg, "memory types wc, wt and wp are EPT only (x86-ept formats)");
-    bool no_user = f == MMP_PT_ARM64_S2 || ept || f == MMP_PT_X86_NPT || (flags & MMP_PT_EL2);
-    if (no_user && (a & (MMP_PROT_USER | MMP_PROT_GLOBAL)))
-        return bad_map(arg, "u and g are for stage-1 tables: %s rejects them", fmt->name);
-    static const char *const what[2] = {"VA", "PA"};
-    for (int i = 0; i < 2; i++)
-        if (v[i] + v[2] - 1 < v[i])
-            return bad_map(arg, "%s + SIZE wraps past 2^64", what[i]);
-    unsigned long long last = v[0] + v[2] - 1;
-    if (f == MMP_PT_X86_64) { /* canonical: both ends in one half */
-        unsigned long long half = 1ull << (inf->va_bits - 1), upper = ~0ull << (inf->va_bits - 1);
-        bool lo = last < half, hi = v[0] >= upper;
-        if (!lo && !hi)
-            return bad_map(arg, "VA range 0x%llx-0x%llx is not canonical for %u-bit addresses "
-                                "(lower half below 0x%llx, upper half from 0x%llx)",
-                           v[0], last, inf->va_bits, half, upper);
-    } else if (inf->va_bits < 64 && last >> inf->va_bits) {
-        return bad_map(arg, "VA range 0x%llx-0x%llx is beyond the %u-bit input space of %s",
-                       v[0], last, inf->va_bits, fmt->name);
-    }
-    if (inf->pa_bits < 64 && (v[1] + v[2] - 1) >> inf->pa_bits)
-        return bad_map(arg, "PA range 0x%llx-0x%llx is beyond the %u-bit output addresses of %s",
-                       v[1], v[1] + v[2] - 1, inf->pa_bits, fmt->name);
-    return 0;
+    return rule != MMP_PT_RULE_NOMEM && rule != MMP_PT_RULE_CORRUPT &&
+           rule != MMP_PT_RULE_CONTENDED && rule != MMP_PT_RULE_TABLE_ALIGN;
+}
+
+/* mmp_pt_map() refused --map arg: the library's reason, exit 2 for the
+ * arguments' fault. */
+static int map_refused(const struct mmp_pt *pt, const char *arg, int rc)
+{
+    struct mmp_pt_reason r;
+    char why[200];
+    if (mmp_pt_reason(pt, &r) || r.err != rc)
+        return cli_error("ptdump", "--map '%s': %s", arg, mmp_strerror(rc));
+    if (r.rule == MMP_PT_RULE_EXISTS)
+        return bad_map(arg, "overlaps an earlier --map (the range is mapped already)");
+    mmp_pt_reason_text(&r, why, sizeof why);
+    bool mbec = r.rule == MMP_PT_RULE_EPT_EXEC_ONLY || r.rule == MMP_PT_RULE_UEXEC;
+    if (usage_rule(r.rule))
+        return bad_map(arg, "%s%s", why, mbec ? " (--format x86-ept-mbec allows it)" : "");
+    return cli_error("ptdump", "--map '%s': %s: %s", arg, mmp_strerror(rc), why);
 }
 
 static int run(int argc, char **argv)
@@ -379,8 +346,14 @@ static int run(int argc, char **argv)
                                    root, base, base + im.len - 1);
     }
     rc = mmp_pt_create(&pt, &cfg, image ? &img_ops : NULL);
-    if (rc)
-        return cli_error("ptdump", "cannot create the table: %s", mmp_strerror(rc));
+    if (rc) {
+        struct mmp_pt_reason r;
+        char why[200] = "";
+        if (mmp_pt_config_check(&cfg, image ? &img_ops : NULL, &r) == rc)
+            mmp_pt_reason_text(&r, why, sizeof why);
+        return cli_error("ptdump", "cannot create the table: %s%s%s", mmp_strerror(rc),
+                         *why ? ": " : "", why);
+    }
     struct mmp_pt_info inf;
     mmp_pt_info(pt, &inf);
     if (image) {
@@ -406,20 +379,15 @@ static int run(int argc, char **argv)
             continue;
         unsigned long long v[3];
         uint32_t attrs;
-        if ((rc = parse_map(optarg, fmt->cfg.granule, v, &attrs)) ||
-            (rc = check_map(optarg, fmt, &inf, v, attrs))) {
+        if ((rc = parse_map(optarg, v, &attrs))) {
             mmp_pt_destroy(pt);
             return rc;
         }
         rc = mmp_pt_map(pt, v[0], v[1], v[2], attrs, 0);
         if (rc) {
+            rc = map_refused(pt, optarg, rc);
             mmp_pt_destroy(pt);
-            if (rc == -MMP_EEXIST)
-                return bad_map(optarg, "overlaps an earlier --map (the range is mapped already)");
-            if (rc == -MMP_EINVAL || rc == -MMP_ERANGE || rc == -MMP_EOVERFLOW ||
-                rc == -MMP_ENOTSUP)
-                return bad_map(optarg, "%s", mmp_strerror(rc));
-            return cli_error("ptdump", "--map '%s': %s", optarg, mmp_strerror(rc));
+            return rc;
         }
         lo = v[0] < lo ? v[0] : lo;
         hi = v[0] + v[2] - 1 > hi ? v[0] + v[2] - 1 : hi;

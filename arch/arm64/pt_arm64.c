@@ -228,14 +228,15 @@ static uint64_t leaf_base(const struct mmp_pt_geom *g, unsigned d)
 
 static int s1_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint64_t *tmpl)
 {
-    if (attrs & ~(MMP_PROT_MASK | MMP_MEM_MASK) || !(attrs & MMP_PROT_READ))
-        return -MMP_EINVAL;
+    unsigned bad = pt_attrs_rule(attrs);
+    if (bad)
+        return bad;
     uint64_t t = leaf_base(g, d);
     switch (attrs & MMP_MEM_MASK) {
     case MMP_MEM_NORMAL_WB: t |= 0ull << 2; break;
     case MMP_MEM_NORMAL_NC: t |= 1ull << 2; break;
     case MMP_MEM_DEVICE: t |= 2ull << 2; break;
-    default: return -MMP_EINVAL;
+    default: return MMP_PT_RULE_MEM_TYPE;
     }
     if (!(attrs & MMP_PROT_WRITE))
         t |= A_AP2;
@@ -243,7 +244,7 @@ static int s1_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint
         t |= A_AP2 | A_DBM; /* clean: the MMU clears AP[2] on the first write */
     if (g->one_range) {
         if (attrs & (MMP_PROT_USER | MMP_PROT_GLOBAL))
-            return -MMP_EINVAL;
+            return MMP_PT_RULE_NO_USER_GLOBAL;
         *tmpl = t | A_AP1 | ((attrs & MMP_PROT_EXEC) ? 0 : A_UXN); /* AP[1] RES1; XN */
         return 0;
     }
@@ -279,16 +280,18 @@ static uint32_t s1_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
 
 static int s2_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint64_t *tmpl)
 {
-    if (attrs & ~(MMP_PROT_READ | MMP_PROT_WRITE | MMP_PROT_EXEC | MMP_MEM_MASK) ||
-        !(attrs & MMP_PROT_READ))
-        return -MMP_EINVAL; /* no EL0/global distinction at stage 2 */
+    unsigned bad = pt_attrs_rule(attrs);
+    if (bad)
+        return bad;
+    if (attrs & (MMP_PROT_USER | MMP_PROT_GLOBAL))
+        return MMP_PT_RULE_NO_USER_GLOBAL; /* no EL0/global distinction at stage 2 */
     uint64_t t = leaf_base(g, d) | A_AP1;
     bool fwb = (g->hcr_set & HCR_FWB) != 0;
     switch (attrs & MMP_MEM_MASK) {
     case MMP_MEM_NORMAL_WB: t |= (fwb ? 0x6ull : 0xfull) << 2; break;
     case MMP_MEM_NORMAL_NC: t |= 0x5ull << 2; break; /* the same value either way */
     case MMP_MEM_DEVICE: t |= 0x1ull << 2; break;
-    default: return -MMP_EINVAL;
+    default: return MMP_PT_RULE_MEM_TYPE;
     }
     if (attrs & MMP_PROT_WRITE) /* TRACK_HW: clean, the MMU sets S2AP[1] */
         t |= g->trk_hw ? A_DBM : A_AP2;

@@ -122,20 +122,25 @@ static int ept_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uin
     uint32_t p = attrs & (MMP_PROT_READ | MMP_PROT_WRITE | x);
     /* USER and GLOBAL mean nothing at the second stage; UEXEC only with MBEC. */
     if (attrs & ~(p | MMP_MEM_MASK))
-        return -MMP_EINVAL;
+        return attrs & ~(MMP_PROT_MASK | MMP_PROT_UEXEC | MMP_MEM_MASK) ? MMP_PT_RULE_ATTRS_UNKNOWN
+               : attrs & (MMP_PROT_USER | MMP_PROT_GLOBAL) ? MMP_PT_RULE_NO_USER_GLOBAL
+                                                            : MMP_PT_RULE_UEXEC;
     /* Misconfigurations (29.3.3.1): W without R; execute without R (in
      * either mode) without the execute-only capability. Nothing at all
      * would be "not present". */
-    if (!(p & MMP_PROT_READ) &&
-        (!(p & x) || (p & MMP_PROT_WRITE) || !(g->fmt_flags & MMP_PT_EPT_XO)))
-        return -MMP_EINVAL;
+    if (!(p & MMP_PROT_READ) && (p & MMP_PROT_WRITE))
+        return MMP_PT_RULE_EPT_WRITE_NEEDS_READ;
+    if (!(p & MMP_PROT_READ) && !(p & x))
+        return MMP_PT_RULE_READ_NEEDED;
+    if (!(p & MMP_PROT_READ) && !(g->fmt_flags & MMP_PT_EPT_XO))
+        return MMP_PT_RULE_EPT_EXEC_ONLY;
     uint64_t t = (p & MMP_PROT_READ ? E_R : 0) | (p & MMP_PROT_WRITE ? E_W : 0) |
                  (p & MMP_PROT_EXEC ? E_X : 0) | (p & MMP_PROT_UEXEC ? E_XU : 0);
     size_t i = 0;
     while (i < N_TYPES && ept_types[i].mem != (attrs & MMP_MEM_MASK))
         i++;
     if (i == N_TYPES)
-        return -MMP_EINVAL;
+        return MMP_PT_RULE_MEM_TYPE;
     t |= (uint64_t)ept_types[i].mt << E_MT_SHIFT | (ept_types[i].ipat ? E_IPAT : 0);
     if ((g->fmt_flags & MMP_PT_EPT_AD) && !g->trk_hw) /* TRACK_HW: the CPU sets them */
         t |= E_A | (p & MMP_PROT_WRITE ? E_D : 0);

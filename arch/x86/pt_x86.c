@@ -130,11 +130,12 @@ static bool is_npt(const struct mmp_pt_geom *g)
 
 static int x86_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uint64_t *tmpl)
 {
-    if (attrs & ~(MMP_PROT_MASK | MMP_MEM_MASK) || !(attrs & MMP_PROT_READ))
-        return -MMP_EINVAL;
+    unsigned bad = pt_attrs_rule(attrs);
+    if (bad)
+        return bad;
     /* NPT: U is implied (every nested access is a user one), G meaningless. */
     if (is_npt(g) && (attrs & (MMP_PROT_USER | MMP_PROT_GLOBAL)))
-        return -MMP_EINVAL;
+        return MMP_PT_RULE_NO_USER_GLOBAL;
     /* A and D preset, unless the MMU is to set them (MMP_PT_TRACK_HW). */
     uint64_t ad = g->trk_hw ? 0 : X_A, t = X_P | ad;
     if (is_npt(g))
@@ -151,7 +152,7 @@ static int x86_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs, uin
     case MMP_MEM_NORMAL_WB: break;
     case MMP_MEM_NORMAL_NC: t |= X_PCD; break;
     case MMP_MEM_DEVICE: t |= X_PCD | X_PWT; break;
-    default: return -MMP_EINVAL;
+    default: return MMP_PT_RULE_MEM_TYPE;
     }
     if (d + 1 < g->nlev)
         t |= X_PS;

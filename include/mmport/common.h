@@ -38,10 +38,10 @@
 #define MMP_EBUSY 16     /**< the object is in a state that forbids the call */
 #define MMP_EEXIST 17    /**< the target already holds a mapping */
 #define MMP_EINVAL 22    /**< malformed argument (alignment, NULL, flags) */
-#define MMP_ERANGE 34    /**< address outside the configured VA/PA bits */
+#define MMP_ERANGE 34    /**< address outside the configured VA/PA bits (mmp_pt_why: which) */
 #define MMP_ENOSYS 38    /**< not supported by this build */
 #define MMP_EOVERFLOW 75 /**< a length or address computation overflows */
-#define MMP_ENOTSUP 95   /**< not supported by this CPU or format */
+#define MMP_ENOTSUP 95   /**< not supported by this format, configuration or table mode */
 
 /** Size of the base page that clearing sizes are expressed in. */
 #define MMP_PAGE_SIZE 4096u
@@ -55,7 +55,9 @@ MMP_API const char *mmp_version(void);
 
 /**
  * Short English description of an mmport error value (negative or
- * positive). Unknown values give "unknown error". Never fails.
+ * positive). Unknown values give "unknown error". Never fails. It names
+ * the class of error only; which rule a page-table call broke, and the
+ * value that broke it, come from mmp_pt_why() (include/mmport/pt_reason.h).
  */
 MMP_API const char *mmp_strerror(int err);
 

@@ -10,6 +10,7 @@
 #include <mmport/common.h>
 #include <mmport/cpu.h>
 #include <mmport/pt.h>
+#include <mmport/pt_reason.h>
 #include <mmport/lazy.h>
 #include <mmport/track.h>
 

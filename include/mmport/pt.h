@@ -6,7 +6,10 @@
  *
  * Contract, for every call below:
  * - Errors are negative MMP_E* values; a call that fails changes nothing
- *   (no entry written, no table page kept, no flush issued).
+ *   (no entry written, no table page kept, no flush issued) but the
+ *   table's record of why it failed: the rule and the value that broke
+ *   it, which mmp_pt_reason() and mmp_pt_why() give
+ *   (include/mmport/pt_reason.h).
  * - Writers are serialised by the caller (one writer per table at a time),
  *   except in a table created with MMP_PT_SHARED (many writers at once,
  *   see there). Lookups and walks may run concurrently with a writer: every descriptor
@@ -470,6 +473,8 @@ struct mmp_pt_stats {
  * storage's own address). A live table must not be moved or copied: a
  * copy is no live table (-EINVAL). Storage of a table abandoned without
  * mmp_pt_fini is still a live table to init (-EBUSY): zero it to reuse it.
+ * Besides the table it holds the reason of the last failed call (and
+ * after a failed mmp_pt_init, that init's: mmp_pt_reason()).
  */
 struct mmp_pt {
     uint64_t opaque[96]; /**< private state; no field of it is API */
@@ -488,6 +493,9 @@ struct mmp_pt {
  * combination the format lacks); -ENOMEM (root
  * allocation failed); -EBUSY (@p pt is a live table: mmp_pt_fini it
  * first; initialising it again would leak every page of it).
+ * On failure @p pt holds no table but the reason (mmp_pt_reason(); for
+ * -EBUSY, in the live table); mmp_pt_config_check() gives the same
+ * reason without storage.
  */
 MMP_API int mmp_pt_init(struct mmp_pt *pt, const struct mmp_pt_config *cfg,
                         const struct mmp_pt_ops *ops);
@@ -511,7 +519,8 @@ MMP_API void mmp_pt_fini(struct mmp_pt *pt);
 MMP_API int mmp_pt_reclaim(struct mmp_pt *pt);
 
 /** mmp_pt_init() on heap storage. Errors as init; -ENOMEM; -ENOSYS in a
- * freestanding build (no heap: embed struct mmp_pt and call mmp_pt_init). */
+ * freestanding build (no heap: embed struct mmp_pt and call mmp_pt_init).
+ * A failed create keeps no storage: mmp_pt_config_check() tells why. */
 MMP_API int mmp_pt_create(struct mmp_pt **pt, const struct mmp_pt_config *cfg,
                           const struct mmp_pt_ops *ops);
 /** mmp_pt_fini() and free the storage from mmp_pt_create(). NULL is a no-op. */

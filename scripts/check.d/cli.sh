@@ -95,22 +95,25 @@ says() { # says <pattern> <args...>: a usage error whose message matches
         ko "mmport $*: exit $rc, stderr '$(cat "$tmp/err")' (want 2 and '$pat')"
     fi
 }
-says "--map '0x1001:0:4K': VA 0x1001 is not aligned to the 4096-byte granule" ptdump --map 0x1001:0:4K
-says "PA 0x800 is not aligned" ptdump --format x86-64 --map 0:0x800:4K
-says "SIZE 0x1800 is not aligned to the 65536-byte granule" ptdump --format arm64-64k --map 0:0:0x1800
+# A refused --map is a usage error (exit 2) with the library's reason
+# (mmp_pt_reason_text): the rule and the value that broke it.
+says "--map '0x1001:0:4K': input address 0x1001 is not aligned to the 4096-byte granule" ptdump --map 0x1001:0:4K
+says "output address 0x800 is not aligned" ptdump --format x86-64 --map 0:0x800:4K
+says "size 0x1800 is not aligned to the 65536-byte granule" ptdump --format arm64-64k --map 0:0:0x1800
+says "size is 0" ptdump --map 0:0:0
 says "unknown attribute in 'zz'" ptdump --map 0x1000:0x1000:4K:zz
-# A map the format refuses names the rule (not "invalid argument", exit 1).
-says "--map '0:0:4K:w': EPT needs READ with WRITE" ptdump --format x86-ept --map 0:0:4K:w
-says "EPT execute-only needs .*x86-ept-mbec" ptdump --format x86-ept --map 0:0:4K:x
-says "arm64-4k needs r (READ) in every leaf" ptdump --map 0:0:4K:wx
-says "u and g are for stage-1 tables: x86-npt rejects them" ptdump -f x86-npt -m 0:0:4K:rwu
-says "u and g are for stage-1 tables: arm64-s2-4k rejects them" ptdump -f arm64-s2-4k -m 0:0:4K:rg
-says "X (user-mode execute) needs --format x86-ept-mbec" ptdump -f x86-ept -m 0:0:4K:rX
-says "memory types wc, wt and wp are EPT only" ptdump -f x86-64 -m 0:0:4K:rw,wc
-says "VA range 0x7ffffffff000-0x800000000fff is not canonical for 48-bit addresses" ptdump -f x86-64 -m 0x7ffffffff000:0:8K
-says "VA range 0x10000000000-0x10000000fff is beyond the 40-bit input space of arm64-s2-4k" ptdump -f arm64-s2-4k -m 0x10000000000:0:4K
-says "PA range 0x1000000000000-0x1000000000fff is beyond the 48-bit output addresses of arm64-4k" ptdump -m 0:0x1000000000000:4K
-says "VA + SIZE wraps past 2^64" ptdump -f x86-64 -m 0xfffffffffffff000:0:8K
+says "--map '0:0:4K:w': EPT: WRITE needs READ" ptdump --format x86-ept --map 0:0:4K:w
+says "EPT: execute without READ needs MMP_PT_EPT_XO.*x86-ept-mbec" ptdump --format x86-ept --map 0:0:4K:x
+says "every leaf needs MMP_PROT_READ, attrs 0x6" ptdump --map 0:0:4K:wx
+says "USER and GLOBAL are for stage-1 tables.*attrs 0xb" ptdump -f x86-npt -m 0:0:4K:rwu
+says "USER and GLOBAL are for stage-1 tables.*attrs 0x11" ptdump -f arm64-s2-4k -m 0:0:4K:rg
+says "MMP_PROT_UEXEC needs an EPT table made with MMP_PT_EPT_MBEC.*x86-ept-mbec" ptdump -f x86-ept -m 0:0:4K:rX
+says "memory type 0x300 is not one the format has" ptdump -f x86-64 -m 0:0:4K:rw,wc
+says "input range 0x7ffffffff000-0x800000000fff is not canonical for 48-bit addresses" ptdump -f x86-64 -m 0x7ffffffff000:0:8K
+says "input range 0x10000000000-0x10000000fff beyond va_bits 40" ptdump -f arm64-s2-4k -m 0x10000000000:0:4K
+says "output range 0x1000000000000-0x1000000000fff beyond pa_bits 48" ptdump -m 0:0x1000000000000:4K
+says "input address 0xfffffffffffff000 + size 0x2000 wraps past 2^64" ptdump -f x86-64 -m 0xfffffffffffff000:0:8K
+says "output address 0xfffffffffffff000 + size 0x2000 wraps past 2^64" ptdump -f x86-64 -m 0:0xfffffffffffff000:8K
 says "--map '0x1000:0x1000:4K': overlaps an earlier --map" ptdump --map 0x1000:0x1000:4K --map 0x1000:0x1000:4K
 run ptdump -f x86-ept-mbec -m 0:0:4K:x -m 0x1000:0x1000:4K:rX
 [ $rc = 0 ] && grep -q ' --x-- ' "$tmp/out" && grep -q ' r--X- ' "$tmp/out" &&
