@@ -20,6 +20,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <mmport/mmport.h>
 
@@ -66,15 +67,26 @@ static void o_free(void *ctx, void *va, uint64_t pa, size_t bytes)
         ck_abort_msg("outage: quarantine full");
 }
 
-/* A flush that takes a while: the window a break would leave open. */
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A flush that takes a while: the window a break would leave open. It
+ * spins 20 us and yields once: yields alone cost a time slice each on a
+ * loaded machine, minutes over the suite. */
 static void o_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
 {
     (void)ctx;
     (void)va;
     (void)size;
     (void)flags;
-    for (int i = 0; i < 20; i++)
-        sched_yield();
+    uint64_t until = now_ns() + 20000;
+    while (now_ns() < until)
+        ;
+    sched_yield();
 }
 
 static void *o_reader(void *arg)
@@ -138,9 +150,13 @@ static void run_outage(const struct mmp_pt_config *cfg, uint64_t leaf, bool whol
         }
         AO_store_release(&o.changed, (AO_t)-1);
         /* Let the readers in (a loaded machine may not have run them yet),
-         * bounded: about a second at most. */
+         * for at most a second of wall time: a count of yields is no bound,
+         * since on a loaded machine each one can cost a whole time slice.
+         * Region 0 of a whole-leaf break has no read that counts. */
         AO_t before = AO_load_acquire(&o.reads);
-        for (int spin = 0; spin < 200000 && AO_load_acquire(&o.reads) < before + 64; spin++)
+        uint64_t until = now_ns() + 1000000000ull;
+        while (!(whole_breaks && r == 0) && AO_load_acquire(&o.reads) < before + 64 &&
+               now_ns() < until)
             sched_yield();
     }
     AO_store_release(&o.stop, 1);
