@@ -88,16 +88,16 @@ EOF
 
 # An existing flag and member losing their doc comments.
 rm "$tmp/inc/mmport/planted.h"
-sed -i 's|^\(    MMP_MAP_REPLACE = 1u << 0,\).*|\1|; s|^\(    uint64_t root;\) */\*\*<.*|\1|' \
+sed -i 's|^\(    MMP_MAP_NO_BLOCK = 1u << 1,\).*|\1|; s|^\(    uint64_t root;\) */\*\*<.*|\1|' \
     "$tmp/inc/mmport/pt.h"
-if grep -q '^    MMP_MAP_REPLACE = 1u << 0,$' "$tmp/inc/mmport/pt.h" &&
+if grep -q '^    MMP_MAP_NO_BLOCK = 1u << 1,$' "$tmp/inc/mmport/pt.h" &&
     grep -q '^    uint64_t root;$' "$tmp/inc/mmport/pt.h"; then
-    planted "MMP_MAP_REPLACE and mmp_pt_regs::root without their doc comments" "$(cat <<'EOF'
-value mmp_pt_map_flag MMP_MAP_REPLACE: not described in mmp_pt_map_flag(3)
+    planted "MMP_MAP_NO_BLOCK and mmp_pt_regs::root without their doc comments" "$(cat <<'EOF'
+value mmp_pt_map_flag MMP_MAP_NO_BLOCK: not described in mmp_pt_map_flag(3)
 member mmp_pt_regs::root: not described in mmp_pt_regs(3)
 EOF
 )"
 else
-    ko "the plant did not apply: pt.h no longer declares MMP_MAP_REPLACE / mmp_pt_regs::root as this step expects"
+    ko "the plant did not apply: pt.h no longer declares MMP_MAP_NO_BLOCK / mmp_pt_regs::root as this step expects"
 fi
 step_results
