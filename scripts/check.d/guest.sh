@@ -112,16 +112,22 @@ arm64() {
             > "$d/build.log" 2>&1; then
             tail -5 "$d/build.log"; ko "arm64 planted $n: build ($what)"; continue
         fi
-        # $args last: it may end in "-- hypervisor options".
-        # shellcheck disable=SC2086
-        examples/hyp/arm64/run.sh --hyp "$d/src/build/hyp/arm64/hyp.elf" \
-            --log "$logs/planted-$n.log" $args > /dev/null 2>&1
-        rc=$?
+        try=1
+        while :; do
+            # $args last: it may end in "-- hypervisor options".
+            # shellcheck disable=SC2086
+            examples/hyp/arm64/run.sh --hyp "$d/src/build/hyp/arm64/hyp.elf" \
+                --log "$logs/planted-$n.log" $args > /dev/null 2>&1
+            rc=$?
+            caught=; [ "$rc" = 1 ] && grep -q '^run.sh: FAIL' "$logs/planted-$n.log" && caught=1
+            [ -n "$caught" ] || [ $try = $planted_tries ] && break
+            try=$((try + 1))
+        done
         diffs=$(grep -o ' compare_diffs=[0-9]*' "$logs/planted-$n.log" | tail -1)
-        if [ "$rc" = 1 ] && grep -q '^run.sh: FAIL' "$logs/planted-$n.log"; then
-            ok "arm64 planted $n: caught ($what:$diffs; $(grep '^run.sh: FAIL' "$logs/planted-$n.log" | head -1 | sed 's/^run.sh: FAIL: //'))"
+        if [ -n "$caught" ]; then
+            ok "arm64 planted $n: caught in run $try ($what:$diffs; $(grep '^run.sh: FAIL' "$logs/planted-$n.log" | head -1 | sed 's/^run.sh: FAIL: //'))"
         else
-            ko "arm64 planted $n: not caught, exit $rc ($what), see $logs/planted-$n.log"
+            ko "arm64 planted $n: not caught in $try runs, exit $rc ($what), see $logs/planted-$n.log"
         fi
     done
 }
@@ -185,17 +191,31 @@ x86() {
         n=$(basename "$v")
         want "x86-planted-$n" || want x86-planted || [ -z "${GUEST_ONLY:-}" ] || continue
         what=$(sed -n '1s/^# planted bug: //p' "$v"/*.patch | head -1)
-        examples/hyp/x86/run.sh --variant "$n" --fault 4k --no-evict --log "$logs/x86-planted-$n.log" \
-            > "$logs/x86-planted-$n.out" 2>&1
-        rc=$?
-        if [ "$rc" = 1 ] && grep -q 'migration compare' "$logs/x86-planted-$n.out"; then
-            ok "x86 planted $n: caught ($what; $(grep '^run.sh: ' "$logs/x86-planted-$n.out" | tail -1 | sed 's/^run.sh: //'))"
+        try=1
+        while :; do
+            examples/hyp/x86/run.sh --variant "$n" --fault 4k --no-evict \
+                --log "$logs/x86-planted-$n.log" > "$logs/x86-planted-$n.out" 2>&1
+            rc=$?
+            caught=; [ "$rc" = 1 ] && grep -q 'migration compare' "$logs/x86-planted-$n.out" && caught=1
+            [ -n "$caught" ] || [ $try = $planted_tries ] && break
+            try=$((try + 1))
+        done
+        if [ -n "$caught" ]; then
+            ok "x86 planted $n: caught in run $try ($what; $(grep '^run.sh: ' "$logs/x86-planted-$n.out" | tail -1 | sed 's/^run.sh: //'))"
         else
-            ko "x86 planted $n: not caught, exit $rc ($what), see $logs/x86-planted-$n.out"
+            ko "x86 planted $n: not caught in $try runs, exit $rc ($what), see $logs/x86-planted-$n.out"
         fi
     done
 }
 
+# A planted flush bug shows only where the guest writes through a stale
+# translation after the harvest and before the migration's last copy; the
+# emulated TLB drops such entries on the guest's own context switches
+# (x86: every CR3 write), so some runs write no page that way (seen: 1 in
+# 10 on arm64, up to 2 in 3 on x86 beside other check steps). Up to five
+# runs each, stopping at the first that catches it: a bug all five miss
+# fails the step.
+planted_tries=5
 arm64
 x86
 step_results
