@@ -24,7 +24,7 @@ builtin="native asan tsan cross freestanding exports"
 extras=
 for extra in scripts/check.d/*.sh; do extras="$extras $(basename "$extra" .sh)"; done
 steps="$builtin$extras"
-first="valgrind cross mmu asan planted"
+first="guest mmu planted fuzz valgrind asan cross genregs"
 
 want() { [ -z "${CHECK_ONLY:-}" ] || case " $CHECK_ONLY " in *" $1 "*) ;; *) return 1 ;; esac; }
 
