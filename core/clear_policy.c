@@ -106,8 +106,8 @@ const struct mmp_core_clear_quirk mmp_core_clear_quirks[] = {
     {X86("amd-zen1-2", "AuthenticAMD", 0x17, 0, 0xff), .bad_hot = B(REP_STOSB),
      .llc_core_max = 4 * MiB,
      .why = "Zen 1/2 have no ERMS (AMD added ERMS and FSRM with Zen 3) and their rep "
-            "movsb/stosb is slow microcode (firedancer issue 1073); Linux clear_page uses rep "
-            "stosq (REP_GOOD). L3: 8-16 MiB per 4-core CCX"},
+            "movsb/stosb is slow microcode; Linux clear_page uses rep stosq (REP_GOOD). "
+            "L3: 8-16 MiB per 4-core CCX"},
     {X86("hygon-dhyana", "HygonGenuine", 0x18, 0, 0xff), .bad_hot = B(REP_STOSB),
      .llc_core_max = 2 * MiB,
      .why = "Hygon Dhyana (family 0x18) is licensed Zen 1: no ERMS, as amd-zen1-2; 8 MiB "

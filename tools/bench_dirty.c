@@ -21,7 +21,7 @@
 #include "progress.h"
 #include "pt_formats.h"
 
-/* Targets of issue #14, printed beside the figures. */
+/* The design targets, printed beside the figures (docs/pagetables.md). */
 #define TARGET_HARVEST_MS 20.0 /* 1% of 64 GiB (KVM's arm64 DBM RFC: ~40 ms) */
 #define TARGET_SPEEDUP 20.0
 
