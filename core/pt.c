@@ -111,24 +111,7 @@ void mmp_pt_fini(struct mmp_pt *p)
 
 int mmp_core_pt_check_va(const struct pt *pt, uint64_t va, uint64_t size, uint64_t *last)
 {
-    uint64_t gm = ((uint64_t)1 << pt->g.granule_shift) - 1;
-    if (!size || (va & gm) || (size & gm))
-        return -MMP_EINVAL;
-    uint64_t l = va + size - 1;
-    if (l < va)
-        return -MMP_EOVERFLOW;
-    unsigned vb = pt->g.va_bits;
-    if (pt->g.sign_extend) {
-        /* Canonical: bits 63..vb-1 all equal, and both ends in one half. */
-        uint64_t hi_va = va >> (vb - 1), hi_l = l >> (vb - 1);
-        uint64_t all = (~0ull) >> (vb - 1);
-        if ((hi_va != 0 && hi_va != all) || hi_va != hi_l)
-            return -MMP_ERANGE;
-    } else if (l >> vb) {
-        return -MMP_ERANGE;
-    }
-    *last = l;
-    return 0;
+    return pt_check_va(pt, va, size, last);
 }
 
 struct walk_ctx {

@@ -138,10 +138,11 @@ slot_table(const struct pt *pt, uint64_t va, unsigned nlev, bool shared)
         uint64_t e = shared ? pt_ld_acquire(s) : pt_ld(s);
         if ((e & care) != want)
             return NULL;
-        uint64_t pa = (e & am) | ((e & of) << os); /* pt_tbl_oa() */
+        uint64_t pa = of ? (e & am) | ((e & of) << os) : e & am; /* pt_tbl_oa() */
         t = p2v ? (uint64_t *)p2v(ctx, pa) : (uint64_t *)(uintptr_t)pa;
-        if ((uintptr_t)t - root < rb ||
-            ((freed & pt_freed_bit(g, pa)) && pt_ld(&t[2]) == PT_DFREE_MARK))
+        if ((uintptr_t)t - root < rb)
+            return NULL;
+        if (freed && (freed & pt_freed_bit(g, pa)) && pt_ld(&t[2]) == PT_DFREE_MARK)
             return NULL;
 #pragma GCC unroll 4
         for (unsigned j = 0; j < d; j++)
@@ -270,11 +271,8 @@ slot_map(struct pt *pt, uint64_t va, uint64_t pa, uint32_t attrs, uint32_t flags
 
 /* ---- unmap -------------------------------------------------------------- */
 
-/* Does the last-level table t hold a valid entry besides entry i? The
- * cache line of entry i first (the call has read it), then the others
- * in turn; the first valid entry ends the scan. Only this table's one
- * writer stores into it (exclusive tables): plain loads. */
-static bool others_valid(const struct mmp_pt_geom *g, const uint64_t *t, unsigned i)
+static __attribute__((noinline)) bool others_valid_scan(const struct mmp_pt_geom *g,
+                                                        const uint64_t *t, unsigned i)
 {
     unsigned n = (unsigned)pt_nent(g, g->nlev - 1u), line = i & ~7u;
     uint64_t acc = 0;
@@ -290,6 +288,19 @@ static bool others_valid(const struct mmp_pt_geom *g, const uint64_t *t, unsigne
             return true;
     }
     return false;
+}
+
+/* Does the last-level table t hold a valid entry besides entry i? Its
+ * neighbour, then the rest of the cache line of entry i (the call has
+ * read it), then the other lines in turn; the first valid entry ends the
+ * scan. Only this table's one writer stores into it (exclusive tables):
+ * plain loads. */
+static inline __attribute__((always_inline)) bool others_valid(const struct mmp_pt_geom *g,
+                                                               const uint64_t *t, unsigned i)
+{
+    if (t[i ^ 1] & g->valid_bit)
+        return true;
+    return others_valid_scan(g, t, i);
 }
 
 static inline __attribute__((always_inline)) int slot_unmap(struct pt *pt, uint64_t va,

@@ -43,7 +43,7 @@ int mmp_pt_map(struct mmp_pt *p, uint64_t va, uint64_t pa, uint64_t size, uint32
         return -MMP_EINVAL;
     struct pt *pt = pt_of(p);
     uint64_t last;
-    int rc = mmp_core_pt_check_va(pt, va, size, &last);
+    int rc = pt_check_va(pt, va, size, &last);
     if (rc)
         return rc;
     if (pa & (((uint64_t)1 << pt->g.granule_shift) - 1))
@@ -75,7 +75,7 @@ static int run_range(struct mmp_pt *p, uint64_t va, uint64_t size, int kind, uin
     if (!pt_live(p))
         return -MMP_EINVAL;
     uint64_t last;
-    int rc = mmp_core_pt_check_va(pt_of(p), va, size, &last);
+    int rc = pt_check_va(pt_of(p), va, size, &last);
     if (rc)
         return rc;
     if (kind == OP_UNMAP && last == va + ((uint64_t)1 << pt_of(p)->g.granule_shift) - 1 &&
