@@ -1253,6 +1253,8 @@ PT_VISITOR int sh_entry(void *ctx, struct pt_slot *s)
         s->tag = s->priv ? T_NONE : T_TABLE;
         return pt_descend(s, pt_child(o->pt, s->e), PT_TABLE, s->priv);
     }
+    if (o->flags & OPF_FOLD)
+        return PT_SKIP; /* no table here: nothing the map completed */
     if (s->kind == PT_INV && !map)
         return PT_SKIP; /* nothing mapped there */
     if (s->kind == PT_LEAF && map && !(o->flags & OPF_REPLACE))
@@ -1274,6 +1276,11 @@ PT_VISITOR int sh_span(void *ctx, struct pt_slot *s)
     bool map = o->kind == OP_MAP, replace = (o->flags & OPF_REPLACE) != 0;
     if (pt_locked(g, e))
         return -MMP_EAGAIN;
+    if (o->flags & OPF_FOLD) { /* the map happened: only its run's fold */
+        if (kind == PT_LEAF && !(e & cb))
+            sh_fold_run(o, t, d, i, va);
+        return 0;
+    }
     if (kind == PT_INV && !map)
         return 0;
     if (kind == PT_LEAF && map && !replace)
@@ -1424,7 +1431,7 @@ static inline __attribute__((always_inline)) int pt_run_shared(struct pt_op *o, 
     int rc = sh_unit(o, va, last);
     if (rc)
         return rc;
-    if (o->kind == OP_MAP) /* before any store; see mmp_pt_map() */
+    if (o->kind == OP_MAP && !(o->flags & OPF_FOLD)) /* before any store; see mmp_pt_map() */
         mmp_core_pt_maint(pt, va + o->delta, last - va + 1, o->attrs);
     bool epoch = !pt->ops.retire_table;
     if (epoch)

@@ -20,7 +20,10 @@
  *  - a path the engine's walker would refuse (a cycle, a table page
  *    queued for free_table, more tables than the table owns);
  *  - a map into a slot that is not empty, with MMP_MAP_REPLACE, or one
- *    that would complete a contiguous run or a table the engine folds;
+ *    that would complete a contiguous run or a table the engine folds
+ *    (shared tables: the map is made, then, where it completed one, the
+ *    caller runs the engine's folds - PT_SLOT_FOLD - as the engine's own
+ *    shared map folds after its compare-and-swap);
  *  - an unmap that would empty its table (the engine frees it) or, on a
  *    shared table, that cuts a contiguous run (locked and broken);
  *  - attributes no cached template holds and the format refuses.
@@ -245,12 +248,12 @@ slot_map(struct pt *pt, uint64_t va, uint64_t pa, uint32_t attrs, uint32_t flags
         mmp_core_pt_slot_end(pt, false, 0, 0, 0);
         return 0;
     }
-    /* Shared: a fold is another writer's business too (the engine folds
-     * after its compare-and-swap, whoever completes the run), so a map
-     * whose address could fold goes there. */
-    if (slot_could_fold(pt, va, pa, flags))
-        return PT_SLOT_ENGINE;
-    bool epoch = !pt->ops.retire_table;
+    /* Shared: as the engine, the compare-and-swap first, then whether it
+     * completed a run or a table; writers completing one at once each
+     * look after their own swap, so the last one sees it whole. The folds
+     * themselves (freeze, lock, break) are the engine's. */
+    int fold = slot_could_fold(pt, va, pa, flags);
+    bool epoch = !pt->ops.retire_table, folds = false;
     if (epoch)
         mmp_host_epoch_enter();
     uint64_t *t = slot_table(pt, va, nlev, true);
@@ -261,12 +264,14 @@ slot_map(struct pt *pt, uint64_t va, uint64_t pa, uint32_t attrs, uint32_t flags
             mmp_core_pt_maint(pt, pa, pt_slot_size(g, L), attrs);
         uint64_t f = pt_cas(&t[i], 0, v);
         rc = f == 0 ? 0 : pt_kind(g, L, f) == PT_LEAF ? -MMP_EEXIST : -MMP_EAGAIN;
-        if (!rc)
+        if (!rc) {
             mmp_arch_pt_barrier();
+            folds = fold && slot_folds(pt, t, i, pa, tm, fold == 1);
+        }
     }
     if (epoch)
         mmp_host_epoch_leave();
-    return rc;
+    return folds ? PT_SLOT_FOLD : rc;
 }
 
 /* ---- unmap -------------------------------------------------------------- */

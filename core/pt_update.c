@@ -52,14 +52,21 @@ int mmp_pt_map(struct mmp_pt *p, uint64_t va, uint64_t pa, uint64_t size, uint32
         return -MMP_EOVERFLOW;
     if ((pa + size - 1) >> pt->g.pa_bits)
         return -MMP_ERANGE;
+    int slot = PT_SLOT_ENGINE;
     if (last == va + ((uint64_t)1 << pt->g.granule_shift) - 1 &&
-        (rc = mmp_core_pt_slot_map(pt, va, pa, attrs, flags)) != PT_SLOT_ENGINE)
-        return rc;
+        (slot = mmp_core_pt_slot_map(pt, va, pa, attrs, flags)) != PT_SLOT_ENGINE &&
+        slot != PT_SLOT_FOLD)
+        return slot;
     struct pt_op o;
     rc = op_init(&o, p, OP_MAP, attrs);
     if (rc)
         return rc;
     o.delta = pa - va;
+    if (slot == PT_SLOT_FOLD) { /* mapped already: the folds it completed */
+        o.flags |= OPF_FOLD;
+        (void)o.pt->run(&o, va, last);
+        return 0;
+    }
     if (flags & MMP_MAP_REPLACE)
         o.flags |= OPF_REPLACE;
     if (flags & MMP_MAP_NO_BLOCK)
