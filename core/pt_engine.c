@@ -218,7 +218,7 @@ static bool sh_break(struct pt_op *o, uint64_t lo, uint64_t last, bool needed, u
  */
 static inline __attribute__((always_inline)) bool
 break_slots(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi, uint64_t va_lo,
-            bool needed, bool priv, unsigned fflags, uint64_t keep, bool tables)
+            bool needed, bool priv, unsigned fflags, uint64_t keep, bool tables, uint64_t *was)
 {
     if (priv)
         return false;
@@ -243,6 +243,8 @@ break_slots(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi, 
         else
             pt_st(&t[k], e & keep);
         n++;
+        if (was) /* the caller rewrites these from their kept bits */
+            was[(k - lo) / 64] |= 1ull << ((k - lo) % 64);
         if (tables && pt_kind(g, d, e) == PT_TABLE)
             defer_tree(o, d + 1, pt_child(o->pt, e), pt_tbl_oa(g, e));
     }
@@ -254,7 +256,7 @@ break_slots(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi, 
 static bool pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
                      uint64_t va_lo, bool needed, bool priv, unsigned fflags)
 {
-    return break_slots(o, d, t, lo, hi, va_lo, needed, priv, fflags, 0, true);
+    return break_slots(o, d, t, lo, hi, va_lo, needed, priv, fflags, 0, true, NULL);
 }
 
 /* pt_break() of slots that hold no table entry (leaves and invalid ones:
@@ -264,7 +266,7 @@ static bool pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsi
 static bool pt_break_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
                             uint64_t va_lo, bool needed, bool priv, unsigned fflags, uint64_t keep)
 {
-    return break_slots(o, d, t, lo, hi, va_lo, needed, priv, fflags, keep, false);
+    return break_slots(o, d, t, lo, hi, va_lo, needed, priv, fflags, keep, false, NULL);
 }
 
 bool mmp_core_pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, unsigned hi,
@@ -502,8 +504,8 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
         ctm |= g->cont_bit; /* a block is aligned to every run below it */
     size_t n = pt_nent(g, d + 1);
     uint64_t v = ctm | pt_oa_enc(g, pa0); /* a block never crosses pt_oa_wrap */
-    for (size_t k = 0; k < n; k++)
-        c[k] = v + k * csz;
+    for (size_t k = 0; k < n; k++, v += csz)
+        c[k] = v;
     o->st->entries_written += n;
     uint64_t sz = slot_size(g, d), base = s->va & ~(sz - 1);
     if (!o->shared && !s->priv && (o->kind != OP_UNMAP || g->trk_d) &&
@@ -1332,8 +1334,8 @@ static int sh_change(struct pt_op *o, uint64_t *t, unsigned d, unsigned i, uint6
  */
 static void sh_maint(struct pt_op *o)
 {
-    if (o->kind != OP_MAP || o->sh->maint_done)
-        return;
+    if (o->kind != OP_MAP || (o->flags & OPF_FOLD) || o->sh->maint_done)
+        return; /* OPF_FOLD: core/pt_fault.c maintained its page before storing it */
     o->sh->maint_done = true;
     mmp_core_pt_maint(o->pt, o->sh->m_pa, o->sh->m_size, o->attrs);
 }
@@ -1456,6 +1458,8 @@ PT_VISITOR int sh_entry(void *ctx, struct pt_slot *s)
         s->tag = s->priv ? T_NONE : T_TABLE;
         return pt_descend(s, pt_child(o->pt, s->e), PT_TABLE, s->priv);
     }
+    if (o->flags & OPF_FOLD)
+        return PT_SKIP; /* no table here: nothing the map completed */
     if (s->kind == PT_INV && !map)
         return PT_SKIP; /* nothing mapped there */
     if (s->kind == PT_LEAF && map && !(o->flags & OPF_REPLACE))
@@ -1479,6 +1483,11 @@ PT_VISITOR int sh_span(void *ctx, struct pt_slot *s)
     bool map = o->kind == OP_MAP, replace = (o->flags & OPF_REPLACE) != 0;
     if (pt_locked(g, e))
         return -MMP_EAGAIN;
+    if (o->flags & OPF_FOLD) { /* the map happened: only its run's fold */
+        if (kind == PT_LEAF && !(e & cb))
+            sh_fold_run(o, t, d, i, va);
+        return 0;
+    }
     if (kind == PT_INV && !map)
         return 0;
     if (kind == PT_LEAF && map && !replace)
@@ -1763,24 +1772,21 @@ void mmp_core_pt_unmap_slot(struct pt *pt, unsigned d, uint64_t *t, unsigned i, 
      * and keep the rest), without the bookkeeping of a range. */
     unsigned R = 1u << g->cont[d], lo = i & ~(R - 1), n = 0;
     uint64_t was[CHUNK / 64] = {0}, cb = g->cont_bit;
-    for (unsigned m = 0; m < R; m++)
-        if (pt_ld(&t[lo + m]) & vb)
-            was[m / 64] |= 1ull << (m % 64);
-    pt_break_leaves(&o, d, t, lo, lo + R - 1, va - (uint64_t)(i - lo) * slot_size(g, d), true,
-                    false, MMP_FLUSH_LEAF, ~vb);
+    break_slots(&o, d, t, lo, lo + R - 1, va - (uint64_t)(i - lo) * slot_size(g, d), true, false,
+                MMP_FLUSH_LEAF, ~vb, false, was);
     /* The run's state is the OR of its entries (the MMU records it in any
      * one): the pages that stay get it (read after the break, which kept
      * the bits and stopped the MMU from recording more). */
     unsigned st = pt_st_or(g, t, lo, lo + R - 1);
-    for (unsigned m = 0; m < R; m++) {
-        if (!(was[m / 64] & (1ull << (m % 64))))
-            continue;
-        if (lo + m == i) {
-            pt_st(&t[i], 0); /* counted by the break */
-            continue;
+    for (unsigned w = 0; w < R; w += 64)
+        for (uint64_t bits = was[w / 64]; bits; bits &= bits - 1) {
+            unsigned k = lo + w + (unsigned)__builtin_ctzll(bits);
+            if (k == i) {
+                pt_st(&t[i], 0); /* counted by the break */
+                continue;
+            }
+            pt_st(&t[k], pt_st_give(g, (pt_ld(&t[k]) | vb) & ~cb, st));
+            n++;
         }
-        pt_st(&t[lo + m], pt_st_give(g, (pt_ld(&t[lo + m]) | vb) & ~cb, st));
-        n++;
-    }
     wrote(&o, n, false);
 }

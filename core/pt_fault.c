@@ -20,7 +20,10 @@
  *  - a path the engine's walker would refuse (a cycle, a table page
  *    queued for free_table, more tables than the table owns);
  *  - a map into a slot that is not empty, with MMP_MAP_REPLACE, or one
- *    that would complete a contiguous run or a table the engine folds;
+ *    that would complete a contiguous run or a table the engine folds
+ *    (shared tables: the map is made, then, where it completed one, the
+ *    caller runs the engine's folds - PT_SLOT_FOLD - as the engine's own
+ *    shared map folds after its compare-and-swap);
  *  - an unmap that would empty its table (the engine frees it) or, on a
  *    shared table, that cuts a contiguous run (locked and broken);
  *  - attributes no cached template holds and the format refuses.
@@ -138,10 +141,11 @@ slot_table(const struct pt *pt, uint64_t va, unsigned nlev, bool shared)
         uint64_t e = shared ? pt_ld_acquire(s) : pt_ld(s);
         if ((e & care) != want)
             return NULL;
-        uint64_t pa = (e & am) | ((e & of) << os); /* pt_tbl_oa() */
+        uint64_t pa = of ? (e & am) | ((e & of) << os) : e & am; /* pt_tbl_oa() */
         t = p2v ? (uint64_t *)p2v(ctx, pa) : (uint64_t *)(uintptr_t)pa;
-        if ((uintptr_t)t - root < rb ||
-            ((freed & pt_freed_bit(g, pa)) && pt_ld(&t[2]) == PT_DFREE_MARK))
+        if ((uintptr_t)t - root < rb)
+            return NULL;
+        if (freed && (freed & pt_freed_bit(g, pa)) && pt_ld(&t[2]) == PT_DFREE_MARK)
             return NULL;
 #pragma GCC unroll 4
         for (unsigned j = 0; j < d; j++)
@@ -244,12 +248,12 @@ slot_map(struct pt *pt, uint64_t va, uint64_t pa, uint32_t attrs, uint32_t flags
         mmp_core_pt_slot_end(pt, false, 0, 0, 0);
         return 0;
     }
-    /* Shared: a fold is another writer's business too (the engine folds
-     * after its compare-and-swap, whoever completes the run), so a map
-     * whose address could fold goes there. */
-    if (slot_could_fold(pt, va, pa, flags))
-        return PT_SLOT_ENGINE;
-    bool epoch = !pt->ops.retire_table;
+    /* Shared: as the engine, the compare-and-swap first, then whether it
+     * completed a run or a table; writers completing one at once each
+     * look after their own swap, so the last one sees it whole. The folds
+     * themselves (freeze, lock, break) are the engine's. */
+    int fold = slot_could_fold(pt, va, pa, flags);
+    bool epoch = !pt->ops.retire_table, folds = false;
     if (epoch)
         mmp_host_epoch_enter();
     uint64_t *t = slot_table(pt, va, nlev, true);
@@ -260,21 +264,20 @@ slot_map(struct pt *pt, uint64_t va, uint64_t pa, uint32_t attrs, uint32_t flags
             mmp_core_pt_maint(pt, pa, pt_slot_size(g, L), attrs);
         uint64_t f = pt_cas(&t[i], 0, v);
         rc = f == 0 ? 0 : pt_kind(g, L, f) == PT_LEAF ? -MMP_EEXIST : -MMP_EAGAIN;
-        if (!rc)
+        if (!rc) {
             mmp_arch_pt_barrier();
+            folds = fold && slot_folds(pt, t, i, pa, tm, fold == 1);
+        }
     }
     if (epoch)
         mmp_host_epoch_leave();
-    return rc;
+    return folds ? PT_SLOT_FOLD : rc;
 }
 
 /* ---- unmap -------------------------------------------------------------- */
 
-/* Does the last-level table t hold a valid entry besides entry i? The
- * cache line of entry i first (the call has read it), then the others
- * in turn; the first valid entry ends the scan. Only this table's one
- * writer stores into it (exclusive tables): plain loads. */
-static bool others_valid(const struct mmp_pt_geom *g, const uint64_t *t, unsigned i)
+static __attribute__((noinline)) bool others_valid_scan(const struct mmp_pt_geom *g,
+                                                        const uint64_t *t, unsigned i)
 {
     unsigned n = (unsigned)pt_nent(g, g->nlev - 1u), line = i & ~7u;
     uint64_t acc = 0;
@@ -290,6 +293,19 @@ static bool others_valid(const struct mmp_pt_geom *g, const uint64_t *t, unsigne
             return true;
     }
     return false;
+}
+
+/* Does the last-level table t hold a valid entry besides entry i? Its
+ * neighbour, then the rest of the cache line of entry i (the call has
+ * read it), then the other lines in turn; the first valid entry ends the
+ * scan. Only this table's one writer stores into it (exclusive tables):
+ * plain loads. */
+static inline __attribute__((always_inline)) bool others_valid(const struct mmp_pt_geom *g,
+                                                               const uint64_t *t, unsigned i)
+{
+    if (t[i ^ 1] & g->valid_bit)
+        return true;
+    return others_valid_scan(g, t, i);
 }
 
 static inline __attribute__((always_inline)) int slot_unmap(struct pt *pt, uint64_t va,

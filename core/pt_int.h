@@ -336,7 +336,26 @@ static inline void pt_note_global(struct pt *pt, uint32_t attrs)
 }
 
 /* Input-range check shared by every call: alignment (-EINVAL), wrap
- * (-EOVERFLOW), VA bits / canonical form (-ERANGE); *last = va+size-1. */
+ * (-EOVERFLOW), VA bits / canonical form (-ERANGE); *last = va+size-1.
+ * The test is inline for map and unmap, whose one-page calls it is a tenth
+ * of; a refusal goes to mmp_core_pt_check_va, which records the rule. */
 int mmp_core_pt_check_va(const struct pt *pt, uint64_t va, uint64_t size, uint64_t *last);
+static inline int pt_check_va(const struct pt *pt, uint64_t va, uint64_t size, uint64_t *last)
+{
+    uint64_t gm = ((uint64_t)1 << pt->g.granule_shift) - 1, l = va + size - 1;
+    unsigned vb = pt->g.va_bits;
+    bool ok = size && !((va | size) & gm) && l >= va;
+    if (pt->g.sign_extend) {
+        /* Canonical: bits 63..vb-1 all equal, and both ends in one half. */
+        uint64_t hi_va = va >> (vb - 1), hi_l = l >> (vb - 1);
+        ok = ok && hi_va == hi_l && (hi_va == 0 || hi_va == (~0ull) >> (vb - 1));
+    } else {
+        ok = ok && !(l >> vb);
+    }
+    if (__builtin_expect(!ok, 0))
+        return mmp_core_pt_check_va(pt, va, size, last);
+    *last = l;
+    return 0;
+}
 
 #endif

@@ -13,6 +13,9 @@ enum { OP_MAP, OP_UNMAP, OP_PROT, OP_SPLIT };
 #define OPF_NOBLOCK 2u
 #define OPF_NOCONT 4u
 #define OPF_NOFOLD 8u
+/* Shared tables: the map was made by core/pt_fault.c; only fold what it
+ * completed (sh_fold_run, sh_fold_table), storing nothing else. */
+#define OPF_FOLD 16u
 
 /* Entries handled per break-before-make chunk of protect/unmap; a multiple
  * of every contiguous run length (at most 128), so runs never straddle. */

@@ -46,7 +46,7 @@ int mmp_pt_map(struct mmp_pt *p, uint64_t va, uint64_t pa, uint64_t size, uint32
     if (flags & ~known)
         return mmp_core_pt_fail(pt, -MMP_EINVAL, MMP_PT_RULE_FLAGS, flags & ~known, 0, 0);
     uint64_t last;
-    int rc = mmp_core_pt_check_va(pt, va, size, &last);
+    int rc = pt_check_va(pt, va, size, &last);
     if (rc)
         return rc;
     uint64_t gm = ((uint64_t)1 << pt->g.granule_shift) - 1;
@@ -57,13 +57,20 @@ int mmp_pt_map(struct mmp_pt *p, uint64_t va, uint64_t pa, uint64_t size, uint32
     if ((pa + size - 1) >> pt->g.pa_bits)
         return mmp_core_pt_fail(pt, -MMP_ERANGE, MMP_PT_RULE_PA_RANGE, pa, pa + size - 1,
                                 pt->g.pa_bits);
-    if (last == va + gm && (rc = mmp_core_pt_slot_map(pt, va, pa, attrs, flags)) != PT_SLOT_ENGINE)
-        return rc < 0 ? mmp_core_pt_fail_op(pt, rc, va, last) : rc;
+    int slot = PT_SLOT_ENGINE;
+    if (last == va + gm && (slot = mmp_core_pt_slot_map(pt, va, pa, attrs, flags)) != PT_SLOT_ENGINE &&
+        slot != PT_SLOT_FOLD)
+        return slot < 0 ? mmp_core_pt_fail_op(pt, slot, va, last) : slot;
     struct pt_op o;
     rc = op_init(&o, p, OP_MAP, attrs);
     if (rc)
         return rc;
     o.delta = pa - va;
+    if (slot == PT_SLOT_FOLD) { /* mapped already: the folds it completed */
+        o.flags |= OPF_FOLD;
+        (void)o.pt->run(&o, va, last);
+        return 0;
+    }
     if (flags & MMP_MAP_REPLACE)
         o.flags |= OPF_REPLACE;
     if (flags & MMP_MAP_NO_BLOCK)
@@ -80,7 +87,7 @@ static int run_range(struct mmp_pt *p, uint64_t va, uint64_t size, int kind, uin
     if (!pt_live(p))
         return -MMP_EINVAL;
     uint64_t last;
-    int rc = mmp_core_pt_check_va(pt_of(p), va, size, &last);
+    int rc = pt_check_va(pt_of(p), va, size, &last);
     if (rc)
         return rc;
     if (kind == OP_UNMAP && last == va + ((uint64_t)1 << pt_of(p)->g.granule_shift) - 1 &&

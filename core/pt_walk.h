@@ -109,7 +109,7 @@ static inline int pt_validate(struct pt_slot *s, uint64_t *child)
 }
 
 /* A last-level entry the format reserves. */
-static inline bool pt_leaf_bad(const struct mmp_pt_geom *g, uint64_t e)
+static inline __attribute__((always_inline)) bool pt_leaf_bad(const struct mmp_pt_geom *g, uint64_t e)
 {
     return ((g->leaf_bad >> (e & 63)) & 1) || ((e & g->valid_bit) && (e & g->leaf_rsv));
 }

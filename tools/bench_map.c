@@ -697,7 +697,7 @@ const struct cli_command cli_bench_map = {
         "call, best of --reps fresh tables. Beside it, \"ref ns\": a reference walk on\n"
         "the same table in the same run, a minimal loop that reads the levels from the\n"
         "root and stores the operation's entry (split: also fills and links each\n"
-        "block's table and clears a contiguous run's bit where the split made runs):\n"
+        "block's table, and unmakes a contiguous run as break-before-make stores):\n"
         "the physical limit of the work. \"cpu ns\" is the thread's CPU time per call\n"
         "(what other processes do not inflate); \"vs ref\" is ns/op over ref ns, \"vs exc\"\n"
         "a shared table's ns/op over the exclusive one's; barr, flush and bbm are the\n"

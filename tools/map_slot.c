@@ -20,9 +20,11 @@
  * and stores one entry per operation - the physical limit of the work on
  * this machine. For split it also does the split's own stores (the
  * block's table filled with its pages and linked, before the block's
- * first unmap) and, in formats whose split makes contiguous runs, clears
- * the contiguous bit of a run the first time one of its pages goes (the
- * final table is the one the library left).
+ * first unmap) and, in formats whose split makes contiguous runs, the
+ * stores of unmaking a run the first time one of its pages goes (every
+ * entry invalid, then rewritten without the contiguous bit: the
+ * architecture's break-before-make). The final table is the one the
+ * library left; barriers and TLB flushes are not stores and not in it.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -148,6 +150,12 @@ static int ref_fault(const struct ref *w, const uint32_t *ord, size_t nops, uint
     }
 }
 
+/* Contiguous runs exist in the arm64 formats only, whose descriptors are
+ * valid with bit 0 set (Arm ARM D8.3.1); unmaking one without FEAT_BBM
+ * level 2 is break-before-make: every entry stored invalid, then
+ * rewritten without the contiguous bit (D8.16.1). */
+#define REF_VALID 1ull
+
 /* What the split pattern's reference needs to know of the format. */
 struct split_ref {
     uint64_t va0, g, bsz; /* first address, granule, block size */
@@ -180,10 +188,12 @@ struct split_ref {
                 if (!t)                                                                    \
                     return -1;                                                             \
                 unsigned i = ref_idx(w, n - 1, va);                                        \
-                if (t[i] & x->cont) {                                                      \
+                if (t[i] & x->cont) { /* break-before-make of the run */                   \
                     unsigned lo = i & ~(x->run - 1);                                       \
                     for (unsigned r = 0; r < x->run; r++)                                  \
-                        t[lo + r] &= ~x->cont;                                             \
+                        t[lo + r] &= ~REF_VALID;                                           \
+                    for (unsigned r = 0; r < x->run; r++)                                  \
+                        t[lo + r] = (t[lo + r] | REF_VALID) & ~x->cont;                    \
                 }                                                                          \
                 t[i] = 0;                                                                  \
             }                                                                              \
