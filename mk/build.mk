@@ -87,4 +87,8 @@ $(B)/fuzz/%: $(B)/obj/fuzz/%.o $(call obj,$(MODEL_SRC)) $(FUZZ_MAIN) $(LIB_A)
 	$(CC) $(ALL_LDFLAGS) $(FUZZ_LDFLAGS) -o $@ $^ -lpthread -lm
 
 .PHONY: all tests fuzz
+# The fuzz targets' objects are only reached through a pattern chain, which
+# makes them intermediate: make would delete them after each link, and
+# every later build (a planted copy of the tree, say) compile them again.
+.SECONDARY:
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

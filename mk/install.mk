@@ -16,6 +16,10 @@ include mk/version.mk
 HEADERS := $(sort $(wildcard include/mmport/*.h))
 MAN1 := $(sort $(wildcard man/*.1))
 
+# Where install's generated files go (the man pages, mmport.pc). Two
+# installs running at once from one tree (check steps) each give their own.
+GEN_B ?= build/gen
+
 # Man page dates: SOURCE_DATE_EPOCH (reproducible builds), else the last
 # commit, else today.
 MAN_DATE := $(shell d=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null)}; \
@@ -23,7 +27,7 @@ MAN_DATE := $(shell d=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/nu
 
 # The date the pages were made with, rewritten only when it changes, so a
 # new SOURCE_DATE_EPOCH remakes them.
-build/man/date: FORCE
+$(GEN_B)/man/date: FORCE
 	@mkdir -p $(@D)
 	@echo $(MAN_DATE) | cmp -s - $@ || echo $(MAN_DATE) > $@
 
@@ -34,22 +38,22 @@ need_tool = command -v $(1) >/dev/null 2>&1 || { \
   exit 1; }
 
 # The section 3 pages, from the headers (scripts/gen-man3.sh).
-build/man/man3/.stamp: $(HEADERS) scripts/gen-man3.sh scripts/gen-man3.awk scripts/gen-man3-errors.awk \
-                       build/man/date
+$(GEN_B)/man/man3/.stamp: $(HEADERS) scripts/gen-man3.sh scripts/gen-man3.awk scripts/gen-man3-errors.awk \
+                       $(GEN_B)/man/date
 	@$(call need_tool,awk,generating the man pages from the headers,mawk; any POSIX awk will do)
 	@rm -rf $(@D) && mkdir -p $(@D)
 	MAN_DATE=$(MAN_DATE) scripts/gen-man3.sh $(@D) $(HEADERS)
 	@touch $@
-build/man/man1/mmport.1: man/mmport.1 build/man/date
+$(GEN_B)/man/man1/mmport.1: man/mmport.1 $(GEN_B)/man/date
 	@mkdir -p $(@D)
 	sed 's/^\.TH \([^ ]*\) 1 "[^"]*"/.TH \1 1 "$(MAN_DATE)"/' man/mmport.1 > $@
-man: build/man/man3/.stamp build/man/man1/mmport.1
+man: $(GEN_B)/man/man3/.stamp $(GEN_B)/man/man1/mmport.1
 
 # The .pc keeps the directory variables symbolic where configure left them
 # so (libdir=${exec_prefix}/lib/...), as pkg-config resolves them itself.
 # Written on every install: `make install prefix=...` changes it without
 # touching config.mak.
-$(NATIVE_B)/mmport.pc: FORCE
+$(GEN_B)/mmport.pc: FORCE
 	@mkdir -p $(@D)
 	@{ echo 'prefix=$(prefix)'; \
 	   echo 'exec_prefix=$(value exec_prefix)'; \
@@ -63,7 +67,7 @@ $(NATIVE_B)/mmport.pc: FORCE
 	   echo 'Libs.private: -lpthread'; \
 	   echo 'Cflags: -I$${includedir}'; } > $@
 
-install: all man $(NATIVE_B)/mmport.pc
+install: all man $(GEN_B)/mmport.pc
 	$(INSTALL) -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir)/pkgconfig \
 	  $(DESTDIR)$(includedir)/mmport $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man3
 	$(INSTALL_DATA) $(HEADERS) $(DESTDIR)$(includedir)/mmport/
@@ -71,10 +75,10 @@ install: all man $(NATIVE_B)/mmport.pc
 	$(INSTALL_PROGRAM) $(NATIVE_B)/$(LIB_REAL) $(DESTDIR)$(libdir)/
 	ln -sf $(LIB_REAL) $(DESTDIR)$(libdir)/$(SONAME)
 	ln -sf $(LIB_REAL) $(DESTDIR)$(libdir)/libmmport.so
-	$(INSTALL_DATA) $(NATIVE_B)/mmport.pc $(DESTDIR)$(libdir)/pkgconfig/
+	$(INSTALL_DATA) $(GEN_B)/mmport.pc $(DESTDIR)$(libdir)/pkgconfig/
 	$(INSTALL_PROGRAM) $(NATIVE_B)/mmport $(DESTDIR)$(bindir)/
-	$(INSTALL_DATA) build/man/man1/mmport.1 $(DESTDIR)$(mandir)/man1/
-	$(INSTALL_DATA) build/man/man3/*.3 $(DESTDIR)$(mandir)/man3/
+	$(INSTALL_DATA) $(GEN_B)/man/man1/mmport.1 $(DESTDIR)$(mandir)/man1/
+	$(INSTALL_DATA) $(GEN_B)/man/man3/*.3 $(DESTDIR)$(mandir)/man3/
 	@$(if $(DESTDIR),$(staged_hint),$(loader_hint))
 
 # After a staged install (DESTDIR): how to build against it; after a real
@@ -95,7 +99,7 @@ uninstall: man
 	  $(DESTDIR)$(libdir)/$(LIB_REAL) $(DESTDIR)$(libdir)/$(SONAME) \
 	  $(DESTDIR)$(libdir)/libmmport.so $(DESTDIR)$(libdir)/pkgconfig/mmport.pc \
 	  $(DESTDIR)$(mandir)/man1/mmport.1
-	for m in build/man/man3/*.3; do rm -f "$(DESTDIR)$(mandir)/man3/$${m##*/}"; done
+	for m in $(GEN_B)/man/man3/*.3; do rm -f "$(DESTDIR)$(mandir)/man3/$${m##*/}"; done
 	rm -f $(addprefix $(DESTDIR)$(includedir)/mmport/,$(notdir $(HEADERS)))
 	-rmdir $(DESTDIR)$(includedir)/mmport 2>/dev/null
 

@@ -13,8 +13,9 @@ ma=$(cc -print-multiarch 2>/dev/null || echo "$(uname -m)-linux-gnu")
 d=$tmp/dest
 lib=$d/usr/lib/$ma
 
-# The variables dh_auto_install's make gets from dh_auto_configure's config.
-if SOURCE_DATE_EPOCH=1700000000 make --no-print-directory install DESTDIR="$d" prefix=/usr \
+# The variables dh_auto_install's make gets from dh_auto_configure's config;
+# GEN_B of its own, as other steps install from this tree at the same time.
+if SOURCE_DATE_EPOCH=1700000000 make --no-print-directory install GEN_B="$tmp/gen" DESTDIR="$d" prefix=/usr \
     libdir="\${prefix}/lib/$ma" > "$tmp/log" 2>&1; then
     ok "make install DESTDIR=<tmp> prefix=/usr libdir=\${prefix}/lib/$ma"
 else
@@ -68,7 +69,7 @@ grep -l '2023-11-14' "$man3/mmp_pt_map.3" "$d/usr/share/man/man1/mmport.1" > /de
     [ "$(grep -L '"2023-11-14"' "$man3"/*.3 "$d/usr/share/man/man1/mmport.1")" = "" ] &&
     ok "SOURCE_DATE_EPOCH=1700000000 dates every page 2023-11-14" ||
     ko "man page dates ignore SOURCE_DATE_EPOCH: $(grep -h '^\.TH' "$man3/mmp_pt_map.3")"
-if SOURCE_DATE_EPOCH=1600000000 make --no-print-directory install DESTDIR="$tmp/d2" > "$tmp/log4" 2>&1 &&
+if SOURCE_DATE_EPOCH=1600000000 make --no-print-directory install GEN_B="$tmp/gen" DESTDIR="$tmp/d2" > "$tmp/log4" 2>&1 &&
     grep -q '^\.TH MMP_PT_MAP 3 "2020-09-13"' "$tmp/d2/usr/local/share/man/man3/mmp_pt_map.3"; then
     ok "another SOURCE_DATE_EPOCH remakes the pages (2020-09-13)"
 else
@@ -95,7 +96,7 @@ done
 [ $warned = 0 ] && ok "$(ls "$man3" "$d"/usr/share/man/man1 | grep -c '\.[13]$') man pages render without warnings (man --warnings, groff -ww)"
 
 # A direct install (no DESTDIR) says how the loader finds the library.
-if make --no-print-directory install prefix="$tmp/direct" > "$tmp/log2" 2>&1 &&
+if make --no-print-directory install GEN_B="$tmp/gen" prefix="$tmp/direct" > "$tmp/log2" 2>&1 &&
     grep -q "ldconfig" "$tmp/log2"; then
     ok "install without DESTDIR: $(grep -m1 ldconfig "$tmp/log2" | sed 's/^ *//')"
 else
@@ -104,7 +105,7 @@ fi
 grep -qx "prefix=$tmp/direct" "$tmp/direct/lib/pkgconfig/mmport.pc" &&
     ok "make install prefix=<dir>: mmport.pc says prefix=<dir>" ||
     ko "mmport.pc after make install prefix=<dir>: $(head -2 "$tmp/direct/lib/pkgconfig/mmport.pc")"
-if make --no-print-directory uninstall prefix="$tmp/direct" > "$tmp/log3" 2>&1; then
+if make --no-print-directory uninstall GEN_B="$tmp/gen" prefix="$tmp/direct" > "$tmp/log3" 2>&1; then
     left=$(find "$tmp/direct" -type f -o -type l)
     [ -z "$left" ] && ok "make uninstall removes every installed file" || ko "make uninstall left: $left"
 else

@@ -39,8 +39,7 @@ for d in /usr/local/bin /usr/bin /bin /usr/sbin /sbin; do
         [ -e "$tmp/bin/$n" ] || ln -s "$f" "$tmp/bin/$n"
     done
 done
-rm -rf build/man
-PATH=$tmp/bin make --no-print-directory install DESTDIR="$tmp/noawk" > "$tmp/log" 2>&1; rc=$?
+PATH=$tmp/bin make --no-print-directory install GEN_B="$tmp/gen" DESTDIR="$tmp/noawk" > "$tmp/log" 2>&1; rc=$?
 if [ $rc != 0 ] && [ $rc != 127 ] &&
     grep -q "needs awk, which is not installed (Debian: apt-get install mawk" "$tmp/log" &&
     ! grep -q "not found" "$tmp/log"; then
@@ -50,7 +49,7 @@ else
 fi
 
 # A staged install says how to build against it, and that works.
-if make --no-print-directory install DESTDIR="$tmp/stage" prefix=/usr > "$tmp/log" 2>&1 &&
+if make --no-print-directory install GEN_B="$tmp/gen" DESTDIR="$tmp/stage" prefix=/usr > "$tmp/log" 2>&1 &&
     grep -q "PKG_CONFIG_SYSROOT_DIR=$tmp/stage PKG_CONFIG_LIBDIR=$tmp/stage/usr/lib/pkgconfig" "$tmp/log" &&
     flags=$(PKG_CONFIG_SYSROOT_DIR="$tmp/stage" PKG_CONFIG_LIBDIR="$tmp/stage/usr/lib/pkgconfig" \
         pkg-config --cflags --libs mmport) &&
