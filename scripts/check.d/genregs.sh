@@ -85,13 +85,15 @@ for arch in x86_64 ${CROSS_CC:+aarch64}; do
             cat "$b.log"; ko "$label: freestanding -mgeneral-regs-only build"; continue
         fi
         ok "$label: $(tail -1 "$b.log" | sed 's/^PASS: //')"
-        hits=0
-        for o in "$b"/*_*.o; do
+        hits=0 n=0
+        for o in $(find "$b/obj" -name '*.o' | sort); do
+            n=$((n + 1))
             v=$(vector_insns "$arch" "$o" | head -3)
             [ -z "$v" ] || { echo "$o:"; echo "$v"; hits=$((hits + 1)); }
         done
-        if [ $hits = 0 ]; then ok "$label: objdump: no vector register in $(ls "$b"/*_*.o | wc -l) objects"
-        else ko "$label: vector registers in $hits objects"; fi
+        if [ $n = 0 ]; then ko "$label: no objects under $b/obj to disassemble"
+        elif [ $hits = 0 ]; then ok "$label: objdump: no vector register in $n objects"
+        else ko "$label: vector registers in $hits of $n objects"; fi
     done
     # Hosted: library general-register, the driver an ordinary program.
     run=
