@@ -1790,3 +1790,18 @@ void mmp_core_pt_unmap_slot(struct pt *pt, unsigned d, uint64_t *t, unsigned i, 
         }
     wrote(&o, n, false);
 }
+
+int mmp_core_pt_sh_unmap_slot(struct pt *pt, unsigned d, uint64_t *t, unsigned i, uint64_t va,
+                              uint64_t e)
+{
+    struct pt_sh sh;
+    __builtin_memset(&sh, 0, __builtin_offsetof(struct pt_sh, fl_lo)); /* not the scratch */
+    struct pt_op o = {.pt = pt, .g = &pt->g, .kind = OP_UNMAP, .shared = true, .sh = &sh,
+                      .st = &sh.lst};
+    /* what sh_span does for the unmap of a leaf: no break asked (v = 0);
+     * sh_change adds the run's own */
+    if (sh_change(&o, t, d, i, va, e, 0, false, MMP_FLUSH_LEAF))
+        return -1;
+    sh_end(&o);
+    return 0;
+}

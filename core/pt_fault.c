@@ -24,15 +24,15 @@
  *    (shared tables: the map is made, then, where it completed one, the
  *    caller runs the engine's folds - PT_SLOT_FOLD - as the engine's own
  *    shared map folds after its compare-and-swap);
- *  - an unmap that would empty its table (the engine frees it) or, on a
- *    shared table, that cuts a contiguous run (locked and broken);
+ *  - an unmap that would empty its table (the engine frees it);
  *  - attributes no cached template holds and the format refuses.
  * So every guarantee of the engine holds here because the engine's
  * decisions are made on the same data: one store per call, nothing to
  * fail after it; stores, barriers, flushes and counters go through the
  * batching layer (core/pt_batch.c) exactly as the engine's would; the
- * unmap of a page in a contiguous run on an exclusive table is the
- * engine's own code (mmp_core_pt_unmap_slot) on the table this walk found.
+ * unmap of a page in a contiguous run is the engine's own code
+ * (mmp_core_pt_unmap_slot, mmp_core_pt_sh_unmap_slot: the run locked and
+ * broken as a whole on a shared table) on the table this walk found.
  *
  * What makes it fast: no operation structure to clear and no prepare
  * pass (nothing can fail after the first change, so there is nothing to
@@ -343,8 +343,11 @@ static inline __attribute__((always_inline)) int slot_unmap(struct pt *pt, uint6
     int rc = PT_SLOT_ENGINE;
     if (t) {
         uint64_t e = pt_ld_acquire(&t[i]);
-        /* a run is locked and broken as a whole: the engine's */
-        if (pt_kind(g, L, e) == PT_LEAF && !(e & g->cont_bit) && pt_cas(&t[i], e, 0) == e) {
+        bool leaf = pt_kind(g, L, e) == PT_LEAF;
+        if (leaf && (e & g->cont_bit)) { /* a run: locked and broken as a whole */
+            if (!mmp_core_pt_sh_unmap_slot(pt, L, t, i, va, e))
+                rc = 0;
+        } else if (leaf && pt_cas(&t[i], e, 0) == e) {
             struct mmp_pt_stats st = {0};
             mmp_core_pt_emit(pt, &st, true, va, last, fl);
             AO_fetch_and_add((volatile AO_t *)(void *)&pt->st.flushes, 1);

@@ -82,5 +82,10 @@ bool mmp_core_pt_break(struct pt_op *o, unsigned d, uint64_t *t, unsigned lo, un
  * that found the entry itself (core/pt_fault.c); the caller ends the
  * call (mmp_core_pt_call_end). */
 void mmp_core_pt_unmap_slot(struct pt *pt, unsigned d, uint64_t *t, unsigned i, uint64_t va);
+/* The same on a shared table, entry e of the run having been read: the
+ * engine's locked break of the run. 0, or non-zero having changed nothing
+ * (the run changed or another writer holds it: the engine's walk decides). */
+int mmp_core_pt_sh_unmap_slot(struct pt *pt, unsigned d, uint64_t *t, unsigned i, uint64_t va,
+                              uint64_t e);
 
 #endif
