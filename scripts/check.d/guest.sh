@@ -103,8 +103,12 @@ arm64() {
         args=$(sed -n 's/^# guest run: //p' "$p")
         d=build/hyp/planted/$n
         rm -rf "$d"
-        mkdir -p "$d/src"
-        cp -R core arch host include examples "$d/src/"
+        mkdir -p "$d/src/build/hyp"
+        # Sources and the plain build's objects with their times: only
+        # what the patch touches is compiled again.
+        cp -a core arch host include examples "$d/src/"
+        cp -a build/hyp/arm64 "$d/src/build/hyp/"
+        cp -a build/include-ao "$d/src/build/"
         if ! (cd "$d/src" && patch -p1 -s < "$top/$p") > "$d/patch.log" 2>&1; then
             cat "$d/patch.log"; ko "arm64 planted $n: the patch no longer applies ($what)"; continue
         fi

@@ -66,7 +66,13 @@ endif
 # fmt.c: the memory primitives and snprintf, shared with examples/hyp/.
 PL_SRC := $(wildcard tests/mmu/common/*.c tests/mmu/$(PL_ARCH)/*.c) examples/hyp/common/fmt.c
 PL_ASM := $(wildcard tests/mmu/$(PL_ARCH)/*.S)
-OBJS := $(patsubst %,$(O)/obj/%.o,$(LIB_SRC) $(PL_SRC) $(PL_ASM))
+# The flip and nolock variants (gcc) compile only the patched files and
+# the payload's own (their defines reach tests/mmu/ only: the library reads
+# no PL_* or MMP_TEST_* macro); the library's other objects are the plain
+# build's.
+LIB_O := $(if $(and $(filter flip nolock,$(PL_VARIANT)),$(filter gcc,$(PL_CC))),build/mmu/$(PL_ARCH),$(O))
+OBJS := $(patsubst %,$(LIB_O)/obj/%.o,$(filter-out $(O)/patched/%,$(LIB_SRC))) \
+        $(patsubst %,$(O)/obj/%.o,$(filter $(O)/patched/%,$(LIB_SRC)) $(PL_SRC) $(PL_ASM))
 
 all: $(O)/payload.elf $(if $(filter x86_64,$(PL_ARCH)),$(O)/payload32.elf $(O)/bochs.img)
 
@@ -88,6 +94,11 @@ $(O)/obj/examples/hyp/common/%.c.o: examples/hyp/common/%.c
 $(O)/obj/%.c.o: %.c $(AO_INC)/atomic_ops.h
 	@mkdir -p $(@D)
 	$(CC) $(PL_CFLAGS) -MMD -MP -c $< -o $@
+ifneq ($(LIB_O),$(O))
+$(LIB_O)/obj/%.c.o: %.c $(AO_INC)/atomic_ops.h
+	@mkdir -p $(@D)
+	$(CC) $(PL_CFLAGS) -MMD -MP -c $< -o $@
+endif
 .SECONDEXPANSION:
 $(O)/patched/%.c: %.c tests/mmu/$(PL_VARIANT)/$$(basename $$(notdir $$@)).patch
 	@mkdir -p $(@D)
@@ -118,4 +129,4 @@ $(O)/bochs.img: $(O)/payload.elf tests/mmu/bochs/boot.S
 
 .SECONDARY:
 .PHONY: all
--include $(shell find $(O)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(sort $(O)/obj $(LIB_O)/obj) -name '*.d' 2>/dev/null)

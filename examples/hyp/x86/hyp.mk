@@ -54,7 +54,12 @@ LIB_SRC := $(filter-out $(PATCHED),$(LIB_SRC)) $(addprefix $(O)/patched/,$(PATCH
 endif
 HYP_SRC := $(sort $(wildcard $(HYP_DIR)/*.c))
 HYP_ASM := $(sort $(wildcard $(HYP_DIR)/*.S))
-OBJS := $(patsubst %,$(O)/obj/%.o,$(LIB_SRC) $(HYP_SRC) $(HYP_ASM))
+# A variant compiles only its patched files; the other objects are those
+# of the build without it (the same compiler and flags; with HYP_EXTRA a
+# variant compiles everything).
+BASE_O := $(if $(HYP_EXTRA),$(O),build/hyp/x86$(if $(filter clang,$(HYP_CC)),-clang))
+OBJS := $(patsubst %,$(BASE_O)/obj/%.o,$(filter-out $(O)/patched/%,$(LIB_SRC)) $(HYP_SRC) $(HYP_ASM)) \
+        $(patsubst %,$(O)/obj/%.o,$(filter $(O)/patched/%,$(LIB_SRC)))
 
 all: $(O)/hyp32.elf
 
@@ -62,7 +67,7 @@ $(AO_INC)/atomic_ops.h:
 	@mkdir -p $(AO_INC)
 	ln -sfn /usr/include/atomic_ops.h /usr/include/atomic_ops $(AO_INC)/
 
-$(O)/obj/%.c.o: %.c $(AO_INC)/atomic_ops.h
+$(BASE_O)/obj/%.c.o: %.c $(AO_INC)/atomic_ops.h
 	@mkdir -p $(@D)
 	$(CC) $(HYP_CFLAGS) -MMD -MP -c $< -o $@
 .SECONDEXPANSION:
@@ -72,7 +77,7 @@ $(O)/patched/%.c: %.c $(HYP_DIR)/planted/$(HYP_VARIANT)/$$(basename $$(notdir $$
 $(O)/obj/$(O)/patched/%.c.o: $(O)/patched/%.c $(AO_INC)/atomic_ops.h
 	@mkdir -p $(@D)
 	$(CC) $(HYP_CFLAGS) -iquote $(dir $*) -MMD -MP -c $< -o $@
-$(O)/obj/%.S.o: %.S
+$(BASE_O)/obj/%.S.o: %.S
 	@mkdir -p $(@D)
 	$(CC) $(HYP_CFLAGS) -D__ASSEMBLY__ -c $< -o $@
 
@@ -85,4 +90,4 @@ $(O)/hyp32.elf: $(O)/hyp.elf
 
 .SECONDARY:
 .PHONY: all
--include $(shell find $(O)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(sort $(O)/obj $(BASE_O)/obj) -name '*.d' 2>/dev/null)
