@@ -93,6 +93,7 @@ void mmp_pt_fini(struct mmp_pt *p)
     struct pt *pt = pt_of(p);
     mmp_core_pt_sync(pt);
     mmp_pt_reclaim(p);
+    pt->closing = 1;
     /* Through the deferred-free list: a page a corrupted table links
      * twice is freed once (what a corrupted subtree hides is leaked). */
     pt_for_each_table(pt, 0, pt->root, pt_defer_page, pt);

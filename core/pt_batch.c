@@ -231,6 +231,25 @@ void mmp_core_pt_defer_keep(struct pt *pt, void *va, uint64_t pa)
     pt->nkept++;
 }
 
+void mmp_core_pt_retire(const struct pt *pt, void *va, uint64_t pa)
+{
+    size_t bytes = (size_t)1 << pt->g.granule_shift;
+    if (pt->ops.retire_table)
+        pt->ops.retire_table(pt->ops.ctx, va, pa, bytes);
+    else
+        mmp_host_epoch_retire(pt->ops.free_table, pt->ops.ctx, va, pa, bytes);
+}
+
+/* A page an exclusive call unlinked, its flush done (marked already: a
+ * lookup still inside meets the mark and looks again from the root). */
+static void release_page(struct pt *pt, void *va, uint64_t pa)
+{
+    if ((pt->cfg_flags & MMP_PT_SHARED) && !pt->closing)
+        mmp_core_pt_retire(pt, va, pa);
+    else
+        pt_free_page(pt, va, pa);
+}
+
 void mmp_core_pt_sync(struct pt *pt)
 {
     bool have = pt->flush_all || pt->nranges || pt->dfree || pt->nkept;
@@ -253,7 +272,7 @@ void mmp_core_pt_sync(struct pt *pt)
         uint64_t pa = pt->dfree_pa;
         pt->dfree = (void *)(uintptr_t)p[0];
         pt->dfree_pa = p[1];
-        pt_free_page(pt, p, pa);
+        release_page(pt, p, pa);
         pt_pages_add(&pt->st.table_pages, -1);
     }
     /* Kept pages are marked only now, after their flush (a walk through a
@@ -263,7 +282,9 @@ void mmp_core_pt_sync(struct pt *pt)
      * defer through RCU for it) and meets the mark looks again from the
      * root and finds the block (read_span). */
     for (unsigned i = 0; i < pt->nkept; i++) {
-        pt_free_page(pt, pt->kept[i].va, pt->kept[i].pa);
+        pt_note_freed(pt, pt->kept[i].pa);
+        pt_st(&((uint64_t *)pt->kept[i].va)[2], PT_DFREE_MARK);
+        release_page(pt, pt->kept[i].va, pt->kept[i].pa);
         pt_pages_add(&pt->st.table_pages, -1);
     }
     pt->nkept = 0;

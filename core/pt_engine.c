@@ -29,6 +29,7 @@
  */
 #include "pt_engine.h"
 #include "pt_op.h"
+#include "pt_reason.h"
 #include "pt_state.h"
 #include "pt_walk.h"
 
@@ -80,15 +81,26 @@ static uint64_t stretch(const struct pt_op *o, const struct pt_slot *s, bool tab
 
 /* ---- the table reserve -------------------------------------------------- */
 
+/* A page of the call's reserve it did not use: back where it came from. */
+static void unreserve_page(struct pt_op *o, uint64_t *p, uint64_t pa)
+{
+    struct mmp_pt_memcache *mc = o->mc;
+    if (mc) { /* it came from there, so there is room */
+        mc->page[mc->n].va = p;
+        mc->page[mc->n++].pa = pa;
+    } else {
+        pt_free_page(o->pt, p, pa); /* (never linked; a corrupted table may) */
+    }
+}
+
 static void unreserve(struct pt_op *o)
 {
-    struct pt *pt = o->pt;
     while (o->res) {
         uint64_t *p = (uint64_t *)o->res;
         uint64_t pa = o->res_pa;
         o->res = (void *)(uintptr_t)p[0];
         o->res_pa = p[1];
-        pt_free_page(pt, p, pa); /* (never linked; a corrupted table may) */
+        unreserve_page(o, p, pa);
         pt_pages_add(&o->st->table_pages, -1);
     }
     o->nres = 0;
@@ -103,19 +115,37 @@ static void res_push(struct pt_op *o, uint64_t *p, uint64_t pa)
     o->nres++;
 }
 
+/* One page for the reserve: from the call's memcache, or alloc_table. */
+static uint64_t *new_page(struct pt_op *o, uint64_t *pa)
+{
+    struct mmp_pt_memcache *mc = o->mc;
+    if (!mc) {
+        const struct pt *pt = o->pt;
+        return (uint64_t *)pt->ops.alloc_table(pt->ops.ctx, gran(o->g), pa);
+    }
+    if (!mc->n)
+        return NULL;
+    mc->n--;
+    *pa = mc->page[mc->n].pa;
+    return (uint64_t *)mc->page[mc->n].va;
+}
+
 static int reserve(struct pt_op *o, long n)
 {
-    struct pt *pt = o->pt;
+    if (o->mc && (unsigned long)n > o->mc->n)
+        return -MMP_ENOMEM; /* all or nothing: no page taken */
     for (long i = 0; i < n; i++) {
         uint64_t pa = 0;
-        uint64_t *p = (uint64_t *)pt->ops.alloc_table(pt->ops.ctx, gran(o->g), &pa);
+        uint64_t *p = new_page(o, &pa);
         if (!p) {
             unreserve(o);
             return -MMP_ENOMEM;
         }
         if (pa & (gran(o->g) - 1)) { /* a descriptor cannot hold it */
-            pt_free_page(pt, p, pa);
+            unreserve_page(o, p, pa);
             unreserve(o);
+            if (o->mc) /* the caller's page: its own reason, recorded here */
+                return mmp_core_pt_fail(o->pt, -MMP_EINVAL, MMP_PT_RULE_MEMCACHE, pa, 0, gran(o->g));
             return -MMP_EINVAL;
         }
         res_push(o, p, pa);
@@ -1443,6 +1473,26 @@ static void sh_fold_table(struct pt_op *o, struct pt_slot *s)
     sh_fold_run(o, s->t, d, s->i, base);
 }
 
+/* An unmap left the child of slot s empty (its entries all 0): freeze
+ * them (a writer that reached the table fails its compare-and-swap and
+ * retries from the root), unlink it, retire it. Gives up, changing
+ * nothing, where an entry is not 0 or the slot changed. Levels above
+ * follow in their own post visits. */
+static void sh_drop_empty(struct pt_op *o, struct pt_slot *s)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t *c = pt_child(o->pt, s->e), found;
+    size_t n = pt_nent(g, s->d + 1);
+    for (size_t k = 0; k < n; k++) /* the common case ends at once */
+        if (pt_ld(&c[k]))
+            return;
+    if (sh_freeze(o, c, s->d + 1, ~0ull, 0, &found))
+        return;
+    if (sh_replace_table(o, s, c, 0))
+        for (size_t k = 0; k < n; k++)
+            pt_st_release(&c[k], 0);
+}
+
 PT_VISITOR int sh_entry(void *ctx, struct pt_slot *s)
 {
     struct pt_op *o = (struct pt_op *)ctx;
@@ -1466,8 +1516,9 @@ PT_VISITOR int sh_entry(void *ctx, struct pt_slot *s)
         return -MMP_EEXIST;
     if (map && leaf_same(o, s->d, s->e, s->va & ~(slot_size(o->g, s->d) - 1)))
         return PT_SKIP; /* a block translating the unit as asked already */
-    if (!o->nres && reserve(o, 1))
-        return -MMP_ENOMEM; /* nothing published yet: the call gives back what it took */
+    int rc;
+    if (!o->nres && (rc = reserve(o, 1)))
+        return rc; /* nothing published yet: the call gives back what it took */
     return s->kind == PT_LEAF ? split_begin(o, s) : new_begin(o, s);
 }
 
@@ -1556,6 +1607,8 @@ PT_VISITOR int sh_post(void *ctx, struct pt_slot *s)
     if (s->tag == T_TABLE) {
         if (o->kind == OP_MAP && leaf_fits(o, s->d) && !(o->flags & OPF_NOFOLD))
             sh_fold_table(o, s);
+        else if (o->kind == OP_UNMAP && !(o->pt->cfg_flags & MMP_PT_KEEP_TABLES))
+            sh_drop_empty(o, s);
         return 0;
     }
     /* T_NEW / T_SPLIT: link the private subtree - the publication. */
@@ -1621,10 +1674,7 @@ static void sh_end(struct pt_op *o)
         void *va = o->sh->ret[k].va;
         uint64_t pa = o->sh->ret[k].pa;
         o->st->table_pages--; /* shared mode: the call's own count */
-        if (pt->ops.retire_table)
-            pt->ops.retire_table(pt->ops.ctx, va, pa, gran(o->g));
-        else
-            mmp_host_epoch_retire(pt->ops.free_table, pt->ops.ctx, va, pa, gran(o->g));
+        mmp_core_pt_retire(pt, va, pa);
     }
     /* The rare counters only: one locked add per fault on a line every
      * writer shares would be the first limit on many CPUs (pt.h). */

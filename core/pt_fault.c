@@ -222,10 +222,10 @@ static inline __attribute__((always_inline)) int slot_could_fold(const struct pt
 }
 
 static inline __attribute__((always_inline)) int
-slot_map(struct pt *pt, uint64_t va, uint64_t pa, uint32_t attrs, uint32_t flags, unsigned nlev)
+slot_map(struct pt *pt, uint64_t va, uint64_t pa, uint32_t attrs, uint32_t flags, unsigned nlev,
+         bool shared)
 {
     const struct mmp_pt_geom *g = &pt->g;
-    bool shared = (pt->cfg_flags & MMP_PT_SHARED) != 0;
     unsigned L = nlev - 1;
     uint64_t tm;
     if (!tmpl_of(pt, attrs, &tm, shared))
@@ -308,11 +308,22 @@ static inline __attribute__((always_inline)) bool others_valid(const struct mmp_
     return others_valid_scan(g, t, i);
 }
 
+/* others_valid for a table other writers change meanwhile: a hint (the
+ * engine decides again under its locks), read with atomic loads. */
+static __attribute__((noinline)) bool sh_others_valid(const struct mmp_pt_geom *g,
+                                                      const uint64_t *t, unsigned i)
+{
+    unsigned n = (unsigned)pt_nent(g, g->nlev - 1u);
+    for (unsigned k = (i + 1) & (n - 1); k != i; k = (k + 1) & (n - 1))
+        if (pt_ld(&t[k]))
+            return true;
+    return false;
+}
+
 static inline __attribute__((always_inline)) int slot_unmap(struct pt *pt, uint64_t va,
-                                                            unsigned nlev)
+                                                            unsigned nlev, bool shared)
 {
     const struct mmp_pt_geom *g = &pt->g;
-    bool shared = (pt->cfg_flags & MMP_PT_SHARED) != 0;
     unsigned L = nlev - 1;
     uint64_t last = va + pt_slot_size(g, L) - 1;
     unsigned fl = pt_fl_leaf(g, L);
@@ -341,7 +352,9 @@ static inline __attribute__((always_inline)) int slot_unmap(struct pt *pt, uint6
     uint64_t *t = slot_table(pt, va, nlev, true);
     unsigned i = pt_idx(g, L, va);
     int rc = PT_SLOT_ENGINE;
-    if (t) {
+    if (t && !((pt->cfg_flags & MMP_PT_KEEP_TABLES) || sh_others_valid(g, t, i))) {
+        /* the table may go: the engine's walk unlinks it (sh_drop_empty) */
+    } else if (t) {
         uint64_t e = pt_ld_acquire(&t[i]);
         bool leaf = pt_kind(g, L, e) == PT_LEAF;
         if (leaf && (e & g->cont_bit)) { /* a run: locked and broken as a whole */
@@ -364,30 +377,30 @@ static inline __attribute__((always_inline)) int slot_unmap(struct pt *pt, uint6
 /* One per paging depth, as the engine's, and the generic one for tables
  * created with MMP_PT_GENERIC_DEPTH. */
 int mmp_core_pt_slot_map(struct pt *pt, uint64_t va, uint64_t pa, uint32_t attrs,
-                         uint32_t flags)
+                         uint32_t flags, bool shared)
 {
     if (flags & MMP_MAP_REPLACE)
         return PT_SLOT_ENGINE;
     if (pt->cfg_flags & MMP_PT_GENERIC_DEPTH)
-        return slot_map(pt, va, pa, attrs, flags, pt->g.nlev);
+        return slot_map(pt, va, pa, attrs, flags, pt->g.nlev, shared);
     switch (pt->g.nlev) {
-    case 2: return slot_map(pt, va, pa, attrs, flags, 2);
-    case 3: return slot_map(pt, va, pa, attrs, flags, 3);
-    case 4: return slot_map(pt, va, pa, attrs, flags, 4);
-    case 5: return slot_map(pt, va, pa, attrs, flags, 5);
+    case 2: return slot_map(pt, va, pa, attrs, flags, 2, shared);
+    case 3: return slot_map(pt, va, pa, attrs, flags, 3, shared);
+    case 4: return slot_map(pt, va, pa, attrs, flags, 4, shared);
+    case 5: return slot_map(pt, va, pa, attrs, flags, 5, shared);
     default: return PT_SLOT_ENGINE;
     }
 }
 
-int mmp_core_pt_slot_unmap(struct pt *pt, uint64_t va)
+int mmp_core_pt_slot_unmap(struct pt *pt, uint64_t va, bool shared)
 {
     if (pt->cfg_flags & MMP_PT_GENERIC_DEPTH)
-        return slot_unmap(pt, va, pt->g.nlev);
+        return slot_unmap(pt, va, pt->g.nlev, shared);
     switch (pt->g.nlev) {
-    case 2: return slot_unmap(pt, va, 2);
-    case 3: return slot_unmap(pt, va, 3);
-    case 4: return slot_unmap(pt, va, 4);
-    case 5: return slot_unmap(pt, va, 5);
+    case 2: return slot_unmap(pt, va, 2, shared);
+    case 3: return slot_unmap(pt, va, 3, shared);
+    case 4: return slot_unmap(pt, va, 4, shared);
+    case 5: return slot_unmap(pt, va, 5, shared);
     default: return PT_SLOT_ENGINE;
     }
 }

@@ -16,9 +16,10 @@
  * checks and locks decide, in its frame (no deeper stack). */
 #define PT_SLOT_FOLD 2
 
-/* va, pa: one granule, checked by the caller; flags: MMP_MAP_*. */
+/* va, pa: one granule, checked by the caller; flags: MMP_MAP_*; shared:
+ * the call is a shared one (MMP_CALL_SHARED), else exclusive. */
 int mmp_core_pt_slot_map(struct pt *pt, uint64_t va, uint64_t pa, uint32_t attrs,
-                         uint32_t flags);
-int mmp_core_pt_slot_unmap(struct pt *pt, uint64_t va);
+                         uint32_t flags, bool shared);
+int mmp_core_pt_slot_unmap(struct pt *pt, uint64_t va, bool shared);
 
 #endif

@@ -49,6 +49,7 @@ struct pt {
     uint8_t flush_all;
     uint8_t nkept;
     uint8_t global; /* a GLOBAL leaf was asked for: flushes say MMP_FLUSH_GLOBAL */
+    uint8_t closing; /* mmp_pt_fini: no reader is left, pages go to free_table */
     uint8_t rhint[PT_MAX_RANGES]; /* per pending range: its hints, packed */
     uint32_t ceiling;             /* mmp_pt_config::flush_ceiling, resolved */
     uint32_t lazy_depth;
@@ -298,6 +299,10 @@ static inline void pt_free_page(struct pt *pt, void *va, uint64_t pa)
     pt->ops.free_table(pt->ops.ctx, va, pa, (size_t)1 << pt->g.granule_shift);
 }
 
+/* A table page unlinked (and flushed) from a table that takes shared
+ * calls, which lookups or shared calls may still be reading: to
+ * mmp_pt_ops::retire_table, or the built-in epoch scheme. */
+void mmp_core_pt_retire(const struct pt *pt, void *va, uint64_t pa);
 /* A table page unlinked from the tree: freed after the covering flush
  * (once, however often a corrupted table links it; never the root). */
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa);

@@ -60,6 +60,7 @@ struct pt_op {
     uint64_t res_pa;
     uint64_t nres;
     struct mmp_pt_stats *st; /* &pt->st, or &sh->lst in shared mode */
+    struct mmp_pt_memcache *mc; /* the caller's pages (NULL: alloc_table) */
     bool shared;
     struct pt_sh *sh; /* shared mode: set by the shared runner */
 };

@@ -382,6 +382,35 @@ static void text_of(struct text *t, const struct mmp_pt_reason *r)
         put(t, "lazy nesting deeper than ");
         put_dec(t, r->limit);
         return;
+    case MMP_PT_RULE_CALL_SHARED:
+        put(t, "a shared call (MMP_CALL_SHARED) on a table made without MMP_PT_SHARED");
+        return;
+    case MMP_PT_RULE_CALL_LAZY:
+        put(t, "a shared call while a lazy section (depth ");
+        put_dec(t, r->value);
+        put(t, ") is open on the table");
+        return;
+    case MMP_PT_RULE_MEMCACHE:
+        if (r->limit == MMP_PT_MEMCACHE_PAGES && r->value > r->limit) {
+            put(t, "memcache holds ");
+            put_dec(t, r->value);
+            put(t, " pages, more than MMP_PT_MEMCACHE_PAGES (");
+            put_dec(t, r->limit);
+            put(t, ")");
+        } else {
+            put(t, "memcache page ");
+            put_hex(t, r->value);
+            put(t, " is not aligned to the granule (");
+            put_dec(t, r->limit);
+            put(t, " bytes)");
+        }
+        return;
+    case MMP_PT_RULE_MEMCACHE_DRY:
+        put(t, "the call's memcache ran dry (");
+        put_dec(t, r->limit);
+        put(t, " pages left) for ");
+        put_range(t, "input", r);
+        return;
     default: put(t, "unknown rule "); put_dec(t, r->rule); return;
     }
 }

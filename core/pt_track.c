@@ -624,22 +624,17 @@ int mmp_pt_track_stop(struct mmp_pt *p, uint64_t va, uint64_t size)
 
 /* ---- from fault handlers ------------------------------------------------ */
 
-static int fault(struct mmp_pt *p, uint64_t va, bool write)
+/* The fault's change of the leaf at va; -EAGAIN where a shared call of a
+ * MMP_PT_SHARED table holds an entry on the way locked. */
+static int fault_leaf(const struct pt *pt, uint64_t va, bool write)
 {
-    if (!pt_live(p))
-        return -MMP_EINVAL;
-    const struct pt *pt = pt_of(p);
     const struct mmp_pt_geom *g = &pt->g;
-    uint64_t gm = ((uint64_t)1 << g->granule_shift) - 1, last;
-    int rc = mmp_core_pt_check_va(pt, va & ~gm, gm + 1, &last);
-    if (rc)
-        return rc;
-    if (!write && !g->trk_a)
-        return mmp_core_pt_fail(pt, -MMP_ENOTSUP, MMP_PT_RULE_TRACK_MODE, 0, 0, 0);
     struct find f = find(pt, va);
     if (!f.t)
         return -MMP_ENOENT;
     uint64_t e = pt_ld(&f.t[f.i]);
+    if (pt_locked(g, e))
+        return -MMP_EAGAIN;
     if (pt_kind(g, f.d, e) != PT_LEAF)
         return -MMP_ENOENT;
     unsigned lo = f.i, hi = f.i;
@@ -651,6 +646,10 @@ static int fault(struct mmp_pt *p, uint64_t va, bool write)
     for (unsigned k = lo; k <= hi; k++) {
         for (;;) {
             uint64_t x = pt_ld(&f.t[k]), nw = x | g->trk_a;
+            /* (the bits set before are state only: the holder's lock
+             * swap fails on them and starts again) */
+            if (pt_locked(g, x))
+                return -MMP_EAGAIN;
             if (write) {
                 bool wr = (x & g->trk_w) == g->trk_w_on;
                 if (g->trk_d && wr)
@@ -666,6 +665,30 @@ static int fault(struct mmp_pt *p, uint64_t va, bool write)
         }
     }
     return 0;
+}
+
+static int fault(struct mmp_pt *p, uint64_t va, bool write)
+{
+    if (!pt_live(p))
+        return -MMP_EINVAL;
+    const struct pt *pt = pt_of(p);
+    const struct mmp_pt_geom *g = &pt->g;
+    uint64_t gm = ((uint64_t)1 << g->granule_shift) - 1, last;
+    int rc = mmp_core_pt_check_va(pt, va & ~gm, gm + 1, &last);
+    if (rc)
+        return rc;
+    if (!write && !g->trk_a)
+        return mmp_core_pt_fail(pt, -MMP_ENOTSUP, MMP_PT_RULE_TRACK_MODE, 0, 0, 0);
+    /* Beside shared calls, which may unlink the table it writes into: a
+     * section of the built-in epochs (with a retire hook, the caller's
+     * read-side section, as for lookups). */
+    bool epoch = (pt->cfg_flags & MMP_PT_SHARED) && !pt->ops.retire_table;
+    if (epoch)
+        mmp_host_epoch_enter();
+    rc = fault_leaf(pt, va, write);
+    if (epoch)
+        mmp_host_epoch_leave();
+    return rc;
 }
 
 int mmp_pt_dirty_fault(struct mmp_pt *p, uint64_t va)

@@ -14,6 +14,10 @@
  *      (mmp_shutdown gives back mmport's threads and records).
  * Bulk updates (populating a guest, tearing one down) run inside a
  * lazy-MMU section: one barrier and one coalesced flush for the batch.
+ * A VM with many vCPUs (guest C) takes its faults with shared calls under
+ * the read side of the VMM's lock, each vCPU with its own cache of table
+ * pages filled before it takes the lock, and changes memslots with
+ * exclusive calls under the write side.
  *
  * Build: cc -std=c11 -Iinclude examples/guest_mm.c build/x86_64/libmmport.a -lpthread
  * (or `pkg-config --cflags --libs mmport` against an installed mmport).
@@ -21,7 +25,9 @@
  * second stages (Intel EPT, AMD nested paging),
  * checks every step, and exits non-zero if any check fails.
  */
+#define _POSIX_C_SOURCE 200809L /* pthread_rwlock_t under -std=c11 */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +58,7 @@ struct table_pool {
     _Alignas(8192) unsigned char page[POOL_PAGES][PAGE];
     bool used[POOL_PAGES];
     unsigned in_use, peak;
+    unsigned alloc_calls;
     unsigned phys_to_virt_calls;
     /* TLB-flush bookkeeping, to check the deferred-free rule below. */
     unsigned flushes;
@@ -68,6 +75,7 @@ static void *pool_alloc(void *ctx, size_t bytes, uint64_t *pa)
 {
     struct table_pool *p = ctx;
     unsigned n = (unsigned)(bytes / PAGE);
+    p->alloc_calls++;
     for (unsigned i = 0; i + n <= POOL_PAGES; i += n) { /* size-aligned slots */
         unsigned k = 0;
         while (k < n && !p->used[i + k])
@@ -123,6 +131,20 @@ static void vmm_tlb_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
     p->last_flush_flags = flags;
 }
 
+/* The hooks, all on one (emptied) pool. */
+static struct mmp_pt_ops pool_ops(struct table_pool *pool)
+{
+    memset(pool, 0, sizeof *pool);
+    struct mmp_pt_ops ops = {
+        .alloc_table = pool_alloc,
+        .free_table = pool_free,
+        .phys_to_virt = pool_phys_to_virt,
+        .tlb_flush = vmm_tlb_flush,
+        .ctx = pool,
+    };
+    return ops;
+}
+
 /* ---- guest RAM: host memory the VMM hands to guests ------------------------ */
 
 #define GUEST_PAGES 512u /* 2 MiB: one block on both formats */
@@ -131,14 +153,7 @@ static void run(const char *name, const struct mmp_pt_config *cfg)
 {
     printf("%s\n", name);
     static struct table_pool pool;
-    memset(&pool, 0, sizeof pool);
-    struct mmp_pt_ops ops = {
-        .alloc_table = pool_alloc,
-        .free_table = pool_free,
-        .phys_to_virt = pool_phys_to_virt,
-        .tlb_flush = vmm_tlb_flush,
-        .ctx = &pool,
-    };
+    struct mmp_pt_ops ops = pool_ops(&pool);
     unsigned char *ram = aligned_alloc(2u << 20, GUEST_PAGES * PAGE);
     CHECK(ram != NULL, "no memory");
     if (!ram)
@@ -268,6 +283,117 @@ static void run(const char *name, const struct mmp_pt_config *cfg)
     free(ram);
 }
 
+/* ---- 4. many vCPUs: shared faults, exclusive memslot changes --------------- */
+
+/* What each vCPU thread keeps: its own cache of table pages. */
+struct vcpu {
+    struct mmp_pt_memcache mc;
+};
+
+/* Outside the lock, where the VMM may sleep: fill the cache to the most
+ * pages one fault can take. */
+static int vcpu_topup(struct vcpu *v, struct table_pool *pool, const struct mmp_pt *pt)
+{
+    uint64_t need = mmp_pt_call_pages(pt, PAGE); /* levels - 1 */
+    while (v->mc.n < need) {
+        struct mmp_pt_cache_page *pg = &v->mc.page[v->mc.n];
+        if (!(pg->va = pool_alloc(pool, PAGE, &pg->pa)))
+            return -MMP_ENOMEM;
+        v->mc.n++;
+    }
+    return 0;
+}
+
+static void vcpu_exit(struct vcpu *v, struct table_pool *pool)
+{
+    while (v->mc.n) {
+        v->mc.n--;
+        pool_free(pool, v->mc.page[v->mc.n].va, v->mc.page[v->mc.n].pa, PAGE);
+    }
+}
+
+/* A stage-2 fault at gpa: map the one page under the read lock. Another
+ * vCPU faulting the same page first (-EEXIST) is success; -EAGAIN (an
+ * entry on the way was being changed) means "re-enter the guest and
+ * fault again", which here is the loop. */
+static int vcpu_fault(struct mmp_pt *pt, pthread_rwlock_t *lock, struct vcpu *v,
+                      struct table_pool *pool, uint64_t gpa, uint64_t hpa)
+{
+    const struct mmp_pt_call shared = {.flags = MMP_CALL_SHARED, .mc = &v->mc};
+    int rc;
+    do {
+        if ((rc = vcpu_topup(v, pool, pt)))
+            return rc;
+        pthread_rwlock_rdlock(lock);
+        rc = mmp_pt_map_call(pt, &shared, gpa, hpa, PAGE, MMP_PROT_READ | MMP_PROT_WRITE, 0);
+        pthread_rwlock_unlock(lock);
+    } while (rc == -MMP_EAGAIN);
+    return rc == -MMP_EEXIST ? 0 : rc;
+}
+
+static void many_vcpus(const char *name, const struct mmp_pt_config *cfg)
+{
+    printf("%s, shared faults from two vCPUs\n", name);
+    static struct table_pool pool;
+    struct mmp_pt_ops ops = pool_ops(&pool);
+    struct mmp_pt_config c = *cfg;
+    c.flags |= MMP_PT_SHARED; /* may take shared calls */
+    struct mmp_pt pt;
+    int rc = mmp_pt_init(&pt, &c, &ops);
+    CHECK(rc == 0, "init C: %s", mmp_strerror(rc));
+    if (rc)
+        return;
+    pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
+    static struct vcpu vcpu[2];
+    memset(vcpu, 0, sizeof vcpu);
+    const uint64_t gpa_c = 0xc0000000, hpa = 0x200000000;
+    /* The two vCPUs fault the guest's pages in, interleaved (on threads
+     * of their own in a real VMM: the calls are made for that). mmport
+     * takes table pages only from their caches, never from alloc_table. */
+    unsigned from_hook = 0, hits = 0;
+    for (unsigned i = 0; i < GUEST_PAGES && rc == 0; i++) {
+        unsigned pg = (i * 37) % GUEST_PAGES;
+        struct vcpu *v = &vcpu[i & 1];
+        rc = vcpu_topup(v, &pool, &pt);
+        unsigned calls = pool.alloc_calls;
+        if (rc == 0)
+            rc = vcpu_fault(&pt, &lock, v, &pool, gpa_c + pg * PAGE, hpa + pg * PAGE);
+        from_hook += pool.alloc_calls - calls;
+        /* the other vCPU faults the same page: already there */
+        if (rc == 0 && i % 64 == 0) {
+            rc = vcpu_fault(&pt, &lock, &vcpu[!(i & 1)], &pool, gpa_c + pg * PAGE, hpa + pg * PAGE);
+            hits++;
+        }
+    }
+    CHECK(rc == 0, "fault: %s", mmp_strerror(rc));
+    CHECK(from_hook == 0, "%u table pages came from alloc_table in the fault path", from_hook);
+    struct mmp_pt_usage use;
+    mmp_pt_usage(&pt, &use);
+    CHECK(use.mapped_bytes == GUEST_PAGES * PAGE, "%" PRIu64 " bytes mapped", use.mapped_bytes);
+    /* The VMM removes the second half of the memslot: one exclusive call
+     * under the write lock, in a lazy section (one flush for all of it). */
+    const struct mmp_pt_call exclusive = {.flags = MMP_CALL_EXCLUSIVE};
+    pool.flushes = 0;
+    pthread_rwlock_wrlock(&lock);
+    mmp_lazy_enter(&pt);
+    rc = mmp_pt_unmap_call(&pt, &exclusive, gpa_c + GUEST_PAGES / 2 * PAGE, GUEST_PAGES / 2 * PAGE);
+    mmp_lazy_leave(&pt);
+    pthread_rwlock_unlock(&lock);
+    CHECK(rc == 0, "memslot unmap: %s", mmp_strerror(rc));
+    mmp_pt_usage(&pt, &use);
+    printf("  %u pages faulted in (%u faults on a page already there), table pages from the "
+           "vCPUs' caches only; half the memslot removed with one exclusive call, %u flush(es); "
+           "%" PRIu64 " bytes left mapped\n",
+           GUEST_PAGES, hits, pool.flushes, use.mapped_bytes);
+    CHECK(use.mapped_bytes == GUEST_PAGES / 2 * PAGE, "%" PRIu64 " bytes left", use.mapped_bytes);
+    CHECK(pool.flushes <= 1 + 2 * GUEST_PAGES / 32, "%u flushes", pool.flushes);
+    vcpu_exit(&vcpu[0], &pool);
+    vcpu_exit(&vcpu[1], &pool);
+    mmp_pt_fini(&pt); /* waits for the pages retired meanwhile */
+    CHECK(pool.in_use == 0, "%u table pages leaked", pool.in_use);
+    pthread_rwlock_destroy(&lock);
+}
+
 int main(void)
 {
     /* The arm64 stage 2 a KVM-style VMM gives VTTBR_EL2: 4K granule, 40-bit IPA. */
@@ -279,6 +405,8 @@ int main(void)
     run("arm64 stage 2, 4K granule, 40-bit IPA", &s2);
     run("Intel EPT, 4 levels", &ept);
     run("AMD NPT, 4 levels", &npt);
+    many_vcpus("arm64 stage 2", &s2);
+    many_vcpus("Intel EPT", &ept);
     /*
      * The VMM exits: mmport gives back what it keeps between calls (the
      * clearing threads, shared tables' epoch records), so a leak checker

@@ -613,9 +613,10 @@ END_TEST
 /* ---- a commit that meets a changed tree --------------------------------- */
 
 /* While a map walks (inside its table allocation) another writer unlinks
- * the table its path went through: the map's publication meets that
- * table's frozen entry, returns -EAGAIN with nothing changed and gives its
- * new table back; the retry maps. Nothing leaks. */
+ * the table its path went through (a shared unmap of the last page under
+ * it empties it): the map's publication meets that table's frozen entry,
+ * returns -EAGAIN with nothing changed and gives its new table back; the
+ * retry maps. Nothing leaks. */
 static struct mmp_pt *hook_pt;
 static uint64_t hook_unmap_va, hook_unmap_size;
 static int hook_rc = 1;
@@ -640,21 +641,28 @@ START_TEST(shared_commit_meets_changed_tree)
     struct mmp_pt pt;
     ck_assert_int_eq(mmp_pt_init(&pt, &c, &ops), 0);
     uint64_t gb = 1ull << 30, x = 3 * gb + 5 * BLK, y = 3 * gb + 9 * BLK;
-    ck_assert_int_eq(mmp_pt_map(&pt, x, x + PA_OFF, PG, RW, 0), 0);
-    ck_assert_int_eq(mmp_pt_unmap(&pt, x, PG), 0);
-    ck_assert_int_eq(mmp_pt_unmap(&pt, x, BLK), 0); /* the empty page table goes */
     struct mmp_pt_usage u;
-    ck_assert_int_eq(mmp_pt_usage(&pt, &u), 0);
-    ck_assert_uint_eq(u.empty_tables, 1); /* the 1 GiB slot's table, empty, linked */
-    hook_pt = &pt;
-    hook_unmap_va = 3 * gb;
-    hook_unmap_size = gb;
-    ck_assert_int_eq(mmp_pt_map(&pt, y, y + PA_OFF, PG, RW, 0), -MMP_EAGAIN);
-    ck_assert_int_eq(hook_rc, 0);
     struct mmp_pt_stats st;
+    ck_assert_int_eq(mmp_pt_usage(&pt, &u), 0);
+    uint64_t root = u.table_pages; /* granules: a concatenated root has more */
+    ck_assert_int_eq(mmp_pt_map(&pt, x, x + PA_OFF, PG, RW, 0), 0);
+    ck_assert_int_eq(mmp_pt_unmap(&pt, x, PG), 0); /* both tables under it go */
     ck_assert_int_eq(mmp_pt_reclaim(&pt), 0);
     mmp_pt_stats(&pt, &st);
     ck_assert_int_eq(mmp_pt_usage(&pt, &u), 0);
+    ck_assert_uint_eq(u.table_pages, root);
+    ck_assert_uint_eq(st.table_pages, root);
+    ck_assert_uint_eq(mem.allocs - mem.frees, root);
+    ck_assert_int_eq(mmp_pt_map(&pt, x, x + PA_OFF, PG, RW, 0), 0);
+    hook_pt = &pt; /* y's walk passes the 1 GiB slot's table, then allocates */
+    hook_unmap_va = x;
+    hook_unmap_size = PG;
+    ck_assert_int_eq(mmp_pt_map(&pt, y, y + PA_OFF, PG, RW, 0), -MMP_EAGAIN);
+    ck_assert_int_eq(hook_rc, 0);
+    ck_assert_int_eq(mmp_pt_reclaim(&pt), 0);
+    mmp_pt_stats(&pt, &st);
+    ck_assert_int_eq(mmp_pt_usage(&pt, &u), 0);
+    ck_assert_uint_eq(u.empty_tables, 0);
     ck_assert_uint_eq(u.table_pages, st.table_pages);
     ck_assert_uint_eq(u.mapped_bytes, 0);
     ck_assert_uint_eq(st.table_pages, mem.allocs - mem.frees);

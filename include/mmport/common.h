@@ -24,9 +24,9 @@
 
 /** Version of the headers, at compile time (mmp_version() gives the library's). */
 #define MMP_VERSION_MAJOR 0 /**< major version: changes when the API breaks */
-#define MMP_VERSION_MINOR 1 /**< minor version: new API, compatible */
+#define MMP_VERSION_MINOR 2 /**< minor version: new API, compatible */
 #define MMP_VERSION_PATCH 0 /**< patch level: fixes only */
-#define MMP_VERSION_STRING "0.1.0" /**< "MAJOR.MINOR.PATCH" */
+#define MMP_VERSION_STRING "0.2.0" /**< "MAJOR.MINOR.PATCH" */
 
 /* Error values (returned negated). Equal to Linux <errno.h>. */
 #define MMP_ENOENT 2     /**< nothing mapped / no such item */

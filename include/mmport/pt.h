@@ -11,8 +11,9 @@
  *   it, which mmp_pt_reason() and mmp_pt_why() give
  *   (include/mmport/pt_reason.h).
  * - Writers are serialised by the caller (one writer per table at a time),
- *   except in a table created with MMP_PT_SHARED (many writers at once,
- *   see there). Lookups and walks may run concurrently with a writer: every descriptor
+ *   except for shared calls on a table created with MMP_PT_SHARED (many
+ *   at once, between exclusive ones: see there and struct mmp_pt_call).
+ *   Lookups and walks may run concurrently with a writer: every descriptor
  *   is written with one aligned atomic store, so a reader sees the old
  *   entry, the new one, or (inside a break-before-make window) an invalid
  *   one; never a torn descriptor.
@@ -175,10 +176,19 @@ enum mmp_pt_config_flag {
      */
     MMP_PT_TRACK_HW = 1u << 11,
     /**
-     * Shared update mode: map, unmap and protect on this table may run
-     * from any number of threads at once, and with lookups (the second-
-     * stage fault path of a VM with many vCPUs, as KVM's shared walks).
-     * Every call then changes ONE leaf slot: size is a leaf size of the
+     * The table may take shared calls besides exclusive ones (struct
+     * mmp_pt_call): a shared call (MMP_CALL_SHARED) runs concurrently
+     * with other shared calls and with lookups, from any number of
+     * threads (the second-stage fault path of a VM with many vCPUs, as
+     * KVM's shared walks under the read side of its mmu_lock); an
+     * exclusive call (MMP_CALL_EXCLUSIVE) is any operation over any
+     * range, lazy sections and tracking passes included, while no other
+     * writer runs (under the write side). The caller keeps them apart:
+     * no exclusive call while a shared call is running (the library does
+     * not detect it). Without a struct mmp_pt_call (mmp_pt_map() and the
+     * other plain calls) a call on such a table is a shared call.
+     *
+     * A shared call changes ONE leaf slot: size is a leaf size of the
      * table (the granule, or a block size) and va (and pa) are aligned to
      * it; other ranges give -ENOTSUP. Every entry change is a compare-and-
      * swap; a change that needs break-before-make first swaps the entry to
@@ -192,16 +202,22 @@ enum mmp_pt_config_flag {
      * - a lost race to install a table is resolved inside the call (the
      *   loser gives its table back and uses the winner's).
      * A failed call (-EAGAIN, -EEXIST, -ENOMEM, ...) changed no entry and
-     * keeps no table page; calls are linearisable. Table pages unlinked by
-     * a shared call (folds, splits replaced) go to mmp_pt_ops::retire_table,
+     * keeps no table page; calls are linearisable. A shared map of a
+     * block over a table replaces it only if the table is empty (else
+     * -ENOTSUP: an exclusive call collapses it); a shared unmap that
+     * leaves a table empty unlinks it (unless MMP_PT_KEEP_TABLES), its
+     * entries frozen first so that a writer that reached it fails and
+     * retries. Table pages unlinked by any call on such a table (shared or
+     * exclusive: lookups may be inside them) go to mmp_pt_ops::retire_table,
      * or, where that is NULL, to the built-in epoch scheme of the hosted
      * build (freed once no lookup or shared call that may be inside is
-     * running; mmp_pt_reclaim() waits for that). Each call flushes what it
-     * changed before it returns: lazy sections (mmp_lazy_*) do not batch
-     * shared calls. mmp_pt_walk() restarts at an entry being changed;
-     * mmp_pt_usage() and mmp_pt_dump() want a quiescent table. The ops
-     * hooks are called from any writer thread at once. Without a retire
-     * hook in a freestanding build, mmp_pt_init() returns -EINVAL.
+     * running; mmp_pt_reclaim() waits for that). Each shared call flushes
+     * what it changed before it returns, and a shared call while a lazy
+     * section is open on the table returns -EBUSY (leave it before the
+     * write lock is released). mmp_pt_walk() restarts at an entry being
+     * changed; mmp_pt_usage() and mmp_pt_dump() want a quiescent table.
+     * The ops hooks are called from any writer thread at once. Without a
+     * retire hook in a freestanding build, mmp_pt_init() returns -EINVAL.
      */
     MMP_PT_SHARED = 1u << 16,
     /**
@@ -385,11 +401,12 @@ struct mmp_pt_ops {
     void (*tlb_flush)(void *ctx, uint64_t va, uint64_t size, unsigned flags);
     void *ctx; /**< passed as the first argument of every hook */
     /**
-     * MMP_PT_SHARED tables: a table page a shared call unlinked (and
-     * flushed). Lookups and shared calls that started before may still be
-     * reading it: give it to free_table (or reuse it) only after they have
-     * ended, e.g. with call_rcu() when every lookup and shared call runs
-     * inside rcu_read_lock(). NULL: the built-in epoch scheme (hosted
+     * MMP_PT_SHARED tables: a table page a call unlinked (and flushed).
+     * Lookups and shared calls that started before may still be reading
+     * it: give it to free_table (or reuse it) only after they have
+     * ended, e.g. with call_rcu() when every lookup, shared call and
+     * mmp_pt_dirty_fault() / mmp_pt_young_fault() runs inside
+     * rcu_read_lock(). NULL: the built-in epoch scheme (hosted
      * build), which brackets those calls itself. Unused by other tables.
      */
     void (*retire_table)(void *ctx, void *va, uint64_t pa, size_t bytes);
@@ -448,10 +465,11 @@ enum mmp_pt_leaf_kind {
     MMP_LEAF_CONT = 2,  /**< page or block inside a contiguous-bit run */
 };
 
-/** Counters kept per table. A MMP_PT_SHARED table keeps table_pages,
- * flushes and bbm, not the per-entry ones (entries_written, barriers,
- * ranges_coalesced stay 0): a shared counter written by every fault would
- * be the first thing to stop it scaling. */
+/** Counters kept per table. Shared calls (MMP_PT_SHARED) count only in
+ * table_pages, flushes and bbm, not in the per-entry ones
+ * (entries_written, barriers, ranges_coalesced): a shared counter written
+ * by every fault would be the first thing to stop them scaling. Exclusive
+ * calls count in all. */
 struct mmp_pt_stats {
     uint64_t entries_written;   /**< descriptor stores */
     uint64_t barriers;          /**< barriers emitted (arm64 dsb ishst; isb) */
@@ -533,7 +551,7 @@ MMP_API void mmp_pt_destroy(struct mmp_pt *pt);
  * mappings is folded (unless MMP_PT_NO_FOLD). Where the table needs cache
  * maintenance (mmp_pt_info::maint), the ops hooks dcache_clean_poc and
  * icache_inval_pou are called for [pa, pa+size) before the first entry
- * is written; a call that fails calls neither (a MMP_PT_SHARED call calls
+ * is written; a call that fails calls neither (a shared call calls
  * them just before its publication, the first store a walk can see: one
  * that then loses it to another writer and fails - -EEXIST, -EAGAIN, or
  * any error of its walk again - may have called them, for nothing but
@@ -543,10 +561,12 @@ MMP_API void mmp_pt_destroy(struct mmp_pt *pt);
  * or flags, WRITE without READ, attrs the format cannot express); -EOVERFLOW (va+size or pa+size wraps);
  * -ERANGE (beyond va_bits / non-canonical x86 address, or beyond pa_bits);
  * -EEXIST (something is mapped in the range and MMP_MAP_REPLACE is not
- * given; in a MMP_PT_SHARED table also: another thread mapped it first);
- * -ENOMEM (a table allocation failed); -ENOTSUP (MMP_PT_SHARED table: the
- * range is not one leaf slot); -EAGAIN (MMP_PT_SHARED table: an entry on the
- * way is being changed by another writer; nothing changed, retry); -EIO
+ * given; a shared call also: another thread mapped it first);
+ * -ENOMEM (a table allocation failed); -ENOTSUP (a shared call, the
+ * default on a MMP_PT_SHARED table: the range is not one leaf slot, or
+ * it is a block-sized slot over a table that holds entries); -EAGAIN (a
+ * shared call: an entry on the way is being changed by another writer;
+ * nothing changed, retry); -EIO
  * (the table is corrupted: an entry on the way, or one the call would
  * replace, is reserved, or a table entry makes a cycle; nothing changed).
  */
@@ -562,8 +582,8 @@ MMP_API int mmp_pt_map(struct mmp_pt *pt, uint64_t va, uint64_t pa, uint64_t siz
  * one, once mmp_lazy_leave() (or mmp_lazy_flush()) has returned - until
  * the flush, a TLB may still translate to them (include/mmport/lazy.h).
  * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for map; -ENOMEM (a split needed
- * a table and none could be allocated); -ENOTSUP, -EAGAIN (MMP_PT_SHARED
- * table) as for map; -EIO (the table is corrupted: an entry in the range
+ * a table and none could be allocated); -ENOTSUP, -EAGAIN (a shared
+ * call) as for map; -EIO (the table is corrupted: an entry in the range
  * or on the way to it is reserved, or a table entry makes a cycle or
  * leads to the root; nothing changed).
  */
@@ -577,6 +597,97 @@ MMP_API int mmp_pt_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size);
  * the call would change is read before the first store).
  */
 MMP_API int mmp_pt_protect(struct mmp_pt *pt, uint64_t va, uint64_t size, uint32_t attrs);
+
+/** Kind of a call (mmp_pt_call::flags). */
+enum mmp_pt_call_flag {
+    /**
+     * A shared call: one leaf slot, concurrent with other shared calls and
+     * lookups (MMP_PT_SHARED). On a table made without MMP_PT_SHARED:
+     * -EINVAL.
+     */
+    MMP_CALL_SHARED = 1u << 0,
+    /**
+     * An exclusive call: any range, any operation; no other writer may run
+     * meanwhile. Every table takes them.
+     */
+    MMP_CALL_EXCLUSIVE = 1u << 1,
+};
+
+/** Most pages a struct mmp_pt_memcache holds. */
+#define MMP_PT_MEMCACHE_PAGES 32
+
+/** One table page held by a struct mmp_pt_memcache. */
+struct mmp_pt_cache_page {
+    void *va;    /**< the page in the caller's mapping (as alloc_table returns it) */
+    uint64_t pa; /**< its physical address, aligned to the granule */
+};
+
+/**
+ * Table pages a caller sets aside for its own calls (KVM's
+ * kvm_mmu_memory_cache, Hafnium's mpool): a vCPU tops it up outside its
+ * lock, with pages of the table's granule from the allocator it would
+ * give mmp_pt_ops::alloc_table, then passes it to its fault-path calls,
+ * which take pages from it and never call alloc_table. A call takes
+ * pages from page[n - 1] downwards and lowers n; a call that fails
+ * (-ENOMEM when the cache runs dry included) leaves it as it found it.
+ * The pages a call took belong to the table from then on (free_table or
+ * retire_table gives them back when they go). Owned by one caller at a
+ * time: two calls running at once need two caches.
+ */
+struct mmp_pt_memcache {
+    uint32_t n; /**< pages held: page[0 .. n); at most MMP_PT_MEMCACHE_PAGES */
+    struct mmp_pt_cache_page page[MMP_PT_MEMCACHE_PAGES]; /**< the pages held */
+};
+
+/** How one map, unmap or protect runs (mmp_pt_map_call() and its siblings). */
+struct mmp_pt_call {
+    /**
+     * enum mmp_pt_call_flag: MMP_CALL_SHARED or MMP_CALL_EXCLUSIVE (at most
+     * one); neither = the table's default (shared on a table made with
+     * MMP_PT_SHARED, else exclusive).
+     */
+    uint32_t flags;
+    /**
+     * Where the call's table pages come from: NULL = mmp_pt_ops::alloc_table;
+     * else only this cache (-ENOMEM with nothing changed when it holds
+     * too few; mmp_pt_call_pages() gives how many a call may need).
+     */
+    struct mmp_pt_memcache *mc;
+};
+
+/**
+ * The most table pages one map, unmap or protect of @p size bytes can
+ * take from a memcache or alloc_table on @p pt, whatever the range's
+ * alignment and the table's contents: a new table per level for every
+ * table-sized part of the range and its two ends, the splits at both ends
+ * included. A single-slot call (a shared call, or any call of one leaf
+ * size) takes at most mmp_pt_info::levels - 1 pages, the value for size
+ * = the granule. 0 for storage that holds no live table or size 0.
+ */
+MMP_API uint64_t mmp_pt_call_pages(const struct mmp_pt *pt, uint64_t size);
+
+/**
+ * mmp_pt_map() as @p call says (NULL: as mmp_pt_map()).
+ * Errors: those of mmp_pt_map(); -EINVAL also for unknown call flags or
+ * both kinds at once, a shared call on a table made without
+ * MMP_PT_SHARED, or a memcache with n > MMP_PT_MEMCACHE_PAGES or a page
+ * of it not aligned to the granule (found when taken: nothing changed);
+ * -EBUSY (a shared call while a lazy section is open on the table);
+ * -ENOMEM also when the memcache holds fewer pages than the call needs
+ * (nothing taken).
+ */
+MMP_API int mmp_pt_map_call(struct mmp_pt *pt, const struct mmp_pt_call *call, uint64_t va,
+                            uint64_t pa, uint64_t size, uint32_t attrs, uint32_t flags);
+
+/** mmp_pt_unmap() as @p call says. Errors: those of mmp_pt_unmap(), and
+ * those mmp_pt_map_call() adds. */
+MMP_API int mmp_pt_unmap_call(struct mmp_pt *pt, const struct mmp_pt_call *call, uint64_t va,
+                              uint64_t size);
+
+/** mmp_pt_protect() as @p call says. Errors: those of mmp_pt_protect(), and
+ * those mmp_pt_map_call() adds. */
+MMP_API int mmp_pt_protect_call(struct mmp_pt *pt, const struct mmp_pt_call *call, uint64_t va,
+                                uint64_t size, uint32_t attrs);
 
 /** The leaf translating @p va (any address inside a page). In a
  * MMP_PT_SHARED table it waits out an entry another thread holds locked

@@ -136,6 +136,19 @@ enum mmp_pt_rule {
     MMP_PT_RULE_LAZY_STATE = 39,
     /** lazy.h: nesting deeper than MMP_LAZY_MAX_DEPTH; limit = it (-EOVERFLOW) */
     MMP_PT_RULE_LAZY_DEPTH = 40,
+    /** mmp_pt_call: MMP_CALL_SHARED on a table made without
+     *  MMP_PT_SHARED (-EINVAL) */
+    MMP_PT_RULE_CALL_SHARED = 41,
+    /** a shared call while a lazy section is open on the table; value =
+     *  the section's depth (-EBUSY) */
+    MMP_PT_RULE_CALL_LAZY = 42,
+    /** mmp_pt_memcache: n above MMP_PT_MEMCACHE_PAGES (value = n, limit =
+     *  it), or a page not aligned to the granule (value = its pa, limit =
+     *  the granule) (-EINVAL) */
+    MMP_PT_RULE_MEMCACHE = 43,
+    /** the call's memcache held fewer pages than the call needed;
+     *  value..end = the call's range, limit = pages it holds (-ENOMEM) */
+    MMP_PT_RULE_MEMCACHE_DRY = 44,
 };
 
 /** Why the last failing call on a table failed (mmp_pt_reason()). */

@@ -191,9 +191,14 @@ MMP_API int mmp_pt_test_clear_young(struct mmp_pt *pt, uint64_t va, uint64_t siz
  * the caller invalidates that one address locally (TLBI VALE1 / IPAS2E1
  * without broadcast) before returning to the guest.
  * Returns 0 also when the page already was writable and dirty.
+ * On a MMP_PT_SHARED table it may run beside shared calls, as they run
+ * beside each other (inside the caller's read-side section where the
+ * table has a retire_table hook, as lookups).
  * Errors: -ENOENT (nothing mapped at va); -EACCES (the leaf is read-only
- * and not tracked: a real permission fault); -EINVAL (NULL pt); -ERANGE
- * (va out of range).
+ * and not tracked: a real permission fault); -EAGAIN (MMP_PT_SHARED
+ * table: a shared call is changing the leaf or an entry on the way;
+ * nothing changed but access and dirty state, fault again); -EINVAL
+ * (NULL pt); -ERANGE (va out of range).
  */
 MMP_API int mmp_pt_dirty_fault(struct mmp_pt *pt, uint64_t va);
 
@@ -201,8 +206,8 @@ MMP_API int mmp_pt_dirty_fault(struct mmp_pt *pt, uint64_t va);
  * From an access-flag fault at @p va: set the access flag of the leaf (every
  * entry of a contiguous run). Like mmp_pt_dirty_fault: freestanding, one
  * compare-and-swap per entry, no flush.
- * Errors: -ENOENT; -ENOTSUP (no access flag: EPT without A/D); -EINVAL;
- * -ERANGE.
+ * Errors: -ENOENT; -ENOTSUP (no access flag: EPT without A/D); -EAGAIN
+ * (as mmp_pt_dirty_fault()); -EINVAL; -ERANGE.
  */
 MMP_API int mmp_pt_young_fault(struct mmp_pt *pt, uint64_t va);
 

@@ -86,7 +86,7 @@ if command -v dh_auto_configure > /dev/null; then
     printf '%s\n' 'Source: mmport' 'Maintainer: Check <check@example.org>' \
         'Build-Depends: debhelper-compat (= 13)' '' 'Package: libmmport-dev' \
         'Architecture: any' 'Description: check' ' check' > "$deb/debian/control"
-    printf '%s\n' 'mmport (0.1.0-1) unstable; urgency=medium' '' '  * check' '' \
+    printf '%s\n' 'mmport (0.2.0-1) unstable; urgency=medium' '' '  * check' '' \
         ' -- Check <check@example.org>  Thu, 03 Dec 2026 00:00:00 +0000' > "$deb/debian/changelog"
     (cd "$deb" && dh_auto_configure) > "$tmp/out" 2>&1; rc=$?
     mak=$deb/config.mak
