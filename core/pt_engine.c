@@ -938,7 +938,7 @@ static unsigned chg_one(struct pt_op *o, unsigned d, uint64_t *t, unsigned k, ui
         return 0;
     } else {
         bool cut = (e & cb) && ((k & ~(R - 1)) < a || (k | (R - 1)) > b);
-        uint64_t ks = pt_st_keep(g, o->tmpl[d]); /* its state stays */
+        uint64_t ks = pt_st_keep(g, o->tmpl[d]) | o->keep; /* its state stays */
         v = (e & (g->oa_mask[d] | (cut ? 0 : cb) | ks)) | (o->tmpl[d] & ~ks);
         if ((v & cmp) == (e & cmp))
             v = e;
@@ -970,7 +970,7 @@ static void chg_leaves(struct pt_op *o, unsigned d, uint64_t *t, unsigned a, uns
     uint64_t sz = slot_size(g, d), vb = g->valid_bit, cb = g->cont_bit, cmp = ~g->ign_mask;
     bool unmap = o->kind == OP_UNMAP, ask = g->bbm && !unmap && !priv;
     /* a re-protected leaf keeps its frame, its run and its state */
-    uint64_t ks = unmap ? 0 : pt_st_keep(g, o->tmpl[d]);
+    uint64_t ks = unmap ? 0 : pt_st_keep(g, o->tmpl[d]) | o->keep;
     uint64_t oa = g->oa_mask[d], tmpl = o->tmpl[d] & ~ks, tmask = ~oa & ~cb, keep = oa | cb | ks;
     unsigned R = g->cont[d] ? 1u << g->cont[d] : 1;
     uint64_t was[CHUNK / 64]; /* slots [brk, hi] valid before their break */
@@ -1566,7 +1566,7 @@ PT_VISITOR int sh_span(void *ctx, struct pt_slot *s)
         v = o->tmpl[d] | pt_oa_enc(g, va + o->delta);
         chg = PT_CHG_OA | PT_CHG_ATTR;
     } else if (o->kind == OP_PROT) {
-        uint64_t ks = pt_st_keep(g, o->tmpl[d]); /* its state stays */
+        uint64_t ks = pt_st_keep(g, o->tmpl[d]) | o->keep; /* its state stays */
         v = (e & ((g->oa_mask[d] & ~cb) | ks)) | (o->tmpl[d] & ~ks);
         chg = PT_CHG_ATTR;
     }

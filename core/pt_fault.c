@@ -78,7 +78,7 @@ static __attribute__((noinline)) bool tmpl_fill(struct pt *pt, uint32_t attrs, u
     const struct mmp_pt_geom *g = &pt->g;
     for (unsigned d = 0; d < g->nlev; d++) {
         uint64_t x;
-        if (g->leaf_ok[d] && g->fmt->leaf(g, d, attrs, &x))
+        if (g->leaf_ok[d] && mmp_core_pt_leaf(g, d, attrs, &x))
             return false; /* the engine reports the format's error */
         if (d + 1 == g->nlev)
             *tm = x;

@@ -84,6 +84,13 @@ struct mmp_pt_geom {
      */
     uint64_t lock_bit;
     /*
+     * The caller's software bits (MMP_SW(k), include/mmport/pt.h): bit k
+     * of attrs bits 23:16 is the k-th lowest bit of sw_mask. Bits the
+     * hardware ignores in a leaf and mmport uses for nothing else (set by
+     * the format's setup).
+     */
+    uint64_t sw_mask;
+    /*
      * The last level's reserved descriptors, as data (mmp_pt_fmt::reserved
      * for the other levels): a last-level entry e is reserved when bit
      * (e & 63) of leaf_bad is set (bits 5:0 say whether an entry is valid
@@ -176,6 +183,52 @@ static inline uint64_t mmp_core_pt_oa_enc(const struct mmp_pt_geom *g, uint64_t 
 static inline uint64_t mmp_core_pt_oa_dec(const struct mmp_pt_geom *g, uint64_t e, uint64_t mask)
 {
     return (e & mask & ~g->oa_field) | ((e & g->oa_field) << g->oa_shift);
+}
+
+/* Set the software bits of g (a format's setup): descriptor bits pos[0..n),
+ * ascending. */
+static inline void mmp_core_pt_sw_bits(struct mmp_pt_geom *g, const uint8_t *pos, unsigned n)
+{
+    g->sw_mask = 0;
+    for (unsigned k = 0; k < n; k++)
+        g->sw_mask |= 1ull << pos[k];
+}
+
+/* How many software bits the format has. */
+static inline unsigned pt_sw_count(const struct mmp_pt_geom *g)
+{
+    return (unsigned)__builtin_popcountll(g->sw_mask);
+}
+
+/* The leaf template for attrs at depth d: the format's, with the
+ * software bits of attrs in their descriptor bits (MMP_SW_SET, protect's
+ * flag, is no attribute). 0, or the rule attrs break. */
+static inline int mmp_core_pt_leaf(const struct mmp_pt_geom *g, unsigned d, uint32_t attrs,
+                                   uint64_t *tmpl)
+{
+    uint32_t sw = (attrs & MMP_SW_MASK) >> MMP_SW_SHIFT;
+    if (sw >> pt_sw_count(g))
+        return MMP_PT_RULE_SW_BITS;
+    int rule = g->fmt->leaf(g, d, attrs & ~(uint32_t)(MMP_SW_MASK | MMP_SW_SET), tmpl);
+    if (rule)
+        return rule;
+    for (uint64_t m = g->sw_mask; sw; sw >>= 1, m &= m - 1)
+        if (sw & 1)
+            *tmpl |= m & (0 - m);
+    return 0;
+}
+
+/* MMP_PROT_* | MMP_MEM_* | MMP_SW(k) of the valid leaf e at depth d. */
+static inline uint32_t mmp_core_pt_attrs(const struct mmp_pt_geom *g, unsigned d, uint64_t e)
+{
+    uint32_t a = g->fmt->attrs(g, d, e);
+    if (e & g->sw_mask) {
+        unsigned k = 0;
+        for (uint64_t m = g->sw_mask; m; m &= m - 1, k++)
+            if (e & m & (0 - m))
+                a |= MMP_SW(k);
+    }
+    return a;
 }
 
 #endif

@@ -56,6 +56,8 @@ struct pt_op {
     long need;      /* prepare: table pages the commit will take */
     uint64_t delta; /* map: pa - va (mod 2^64) */
     uint64_t tmpl[MMP_PT_MAXLEV];
+    uint64_t keep;  /* protect: bits each leaf keeps besides its state (its
+                       software bits, unless MMP_SW_SET) */
     void *res; /* reserved table pages, linked through entries 0/1 */
     uint64_t res_pa;
     uint64_t nres;

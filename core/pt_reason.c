@@ -56,7 +56,9 @@ int mmp_core_pt_fail_attrs(const struct pt *pt, unsigned rule, uint32_t attrs)
 {
     uint64_t v = attrs;
     if (rule == MMP_PT_RULE_ATTRS_UNKNOWN)
-        v = attrs & ~(uint32_t)(MMP_PROT_MASK | MMP_MEM_MASK);
+        v = attrs & ~(uint32_t)(MMP_PROT_MASK | MMP_MEM_MASK | MMP_SW_MASK | MMP_SW_SET);
+    else if (rule == MMP_PT_RULE_SW_BITS)
+        return mmp_core_pt_fail(pt, -MMP_EINVAL, rule, attrs & MMP_SW_MASK, 0, pt_sw_count(&pt->g));
     else if (rule == MMP_PT_RULE_MEM_TYPE)
         v = attrs & MMP_MEM_MASK;
     return mmp_core_pt_fail(pt, -MMP_EINVAL, rule, v, 0, 0);
@@ -381,6 +383,15 @@ static void text_of(struct text *t, const struct mmp_pt_reason *r)
     case MMP_PT_RULE_LAZY_DEPTH:
         put(t, "lazy nesting deeper than ");
         put_dec(t, r->limit);
+        return;
+    case MMP_PT_RULE_SW_BITS:
+        put(t, "software bits ");
+        put_hex(t, r->value);
+        put(t, ": the format has ");
+        put_dec(t, r->limit);
+        put(t, " (MMP_SW(0) .. MMP_SW(");
+        put_dec(t, r->limit ? r->limit - 1 : 0);
+        put(t, "))");
         return;
     case MMP_PT_RULE_CALL_SHARED:
         put(t, "a shared call (MMP_CALL_SHARED) on a table made without MMP_PT_SHARED");

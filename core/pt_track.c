@@ -525,9 +525,9 @@ static bool uniform(const struct pt *pt, unsigned d, const uint64_t *t, unsigned
         once |= st;
     }
     once &= ~more;
-    *attrs = g->fmt->attrs(g, d, e0);
+    *attrs = mmp_core_pt_attrs(g, d, e0);
     uint64_t tm = 0;
-    unsigned fresh = g->fmt->leaf(g, d, *attrs, &tm) ? 0 : pt_st_of(g, tm);
+    unsigned fresh = mmp_core_pt_leaf(g, d, *attrs, &tm) ? 0 : pt_st_of(g, tm);
     *re = k0 + n;
     for (unsigned k = k0; k < k0 + n; k++) {
         unsigned st = pt_st_of(g, pt_ld(&t[k]));

@@ -66,6 +66,8 @@ static int op_init(struct pt_op *o, struct mmp_pt *p, int kind, uint32_t attrs,
     o->shared = c->shared;
     o->mc = c->mc;
     o->st = &pt->st;
+    if (kind == OP_PROT && !(attrs & MMP_SW_SET))
+        o->keep = pt->g.sw_mask;
     if (pt->cfg_flags & MMP_PT_NO_BLOCKS)
         o->flags |= OPF_NOBLOCK;
     if (pt->cfg_flags & MMP_PT_NO_CONT)
@@ -77,7 +79,7 @@ static int op_init(struct pt_op *o, struct mmp_pt *p, int kind, uint32_t attrs,
     for (unsigned d = 0; d < pt->g.nlev; d++) {
         if (!pt->g.leaf_ok[d])
             continue;
-        unsigned rule = pt->g.fmt->leaf(&pt->g, d, attrs, &o->tmpl[d]);
+        unsigned rule = (unsigned)mmp_core_pt_leaf(&pt->g, d, attrs, &o->tmpl[d]);
         if (rule)
             return mmp_core_pt_fail_attrs(pt, rule, attrs);
     }
@@ -219,7 +221,7 @@ int mmp_pt_protect_call(struct mmp_pt *p, const struct mmp_pt_call *call, uint64
         /* Only for a protect that will run: valid attributes, a valid
          * range (mmp_pt_walk checks it; its error is the protect's). */
         if ((pt->g.maint & MMP_PT_MAINT_ICACHE_INVAL) && pt->ops.icache_inval_pou &&
-            pt->g.fmt->leaf(&pt->g, pt->g.nlev - 1, attrs, &tmpl) == 0) {
+            mmp_core_pt_leaf(&pt->g, pt->g.nlev - 1, attrs, &tmpl) == 0) {
             struct exec_maint m = {.pt = pt};
             int rc = mmp_pt_walk(p, va, size, exec_maint_leaf, &m);
             if (rc < 0)

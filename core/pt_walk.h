@@ -337,7 +337,7 @@ static inline void pt_leaf_of(const struct pt *pt, unsigned d, uint64_t e, uint6
     l->va = va & ~(sz - 1);
     l->pa = pt_oa(g, d, e);
     l->size = sz;
-    l->attrs = g->fmt->attrs(g, d, e);
+    l->attrs = mmp_core_pt_attrs(g, d, e);
     l->level = (uint8_t)(g->first_level + g->level_step * (int)d);
     l->kind = (e & g->cont_bit) ? MMP_LEAF_CONT : d + 1 == g->nlev ? MMP_LEAF_PAGE : MMP_LEAF_BLOCK;
     l->desc = e;

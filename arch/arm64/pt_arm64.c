@@ -129,6 +129,11 @@ static int arm64_geom(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, bo
      * descriptors reserve for software, and ignored with bit 0 clear (Arm
      * ARM D8.3.1: an invalid descriptor's bits [63:1] are ignored). */
     g->lock_bit = 1ull << 58;
+    /* Software bits: 56 and 57, the two of bits [58:55] (reserved for
+     * software in block and page descriptors, D8.3.1) that mmport leaves
+     * to the caller (55 marks software-tracked leaves, 58 locks). */
+    static const uint8_t sw[] = {56, 57};
+    mmp_core_pt_sw_bits(g, sw, sizeof sw);
     g->cont_bit = A_CONT;
     /*
      * Tracking (core/pt_track.c). Bit 7 is the write permission both ways

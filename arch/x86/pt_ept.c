@@ -105,6 +105,12 @@ static int ept_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
      * software marks tracked leaves with bit 11, ignored in every EPT
      * entry (Tables 29-1..29-6). */
     g->trk_w = g->trk_w_on = E_W;
+    /* Software bits: 52..56, 59 and 62, ignored in every EPT leaf whatever
+     * the VM-execution controls (SDM vol. 3C 29.3.2 tables 29-4..29-6; 57,
+     * 58, 60, 61 and 63 take a meaning with guest-paging verification,
+     * shadow stacks, sub-page permissions or #VE; 10 with MBEC). */
+    static const uint8_t sw[] = {52, 53, 54, 55, 56, 59, 62};
+    mmp_core_pt_sw_bits(g, sw, sizeof sw);
     g->trk_hw = (cfg->flags & MMP_PT_TRACK_HW) != 0;
     if (g->trk_hw && !ad)
         return -MMP_EINVAL;

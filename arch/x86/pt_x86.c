@@ -117,10 +117,21 @@ static int x86_track(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, int
     return rc;
 }
 
+/* Software bits: 9 and 10 (AVL) and 52..57, ignored in every x86-64 and
+ * NPT leaf (Intel SDM vol. 3A 4.5 tables 4-18..4-20; AMD APM vol. 2
+ * 5.3.3, 5.4.1); 11 is the lock and tracking mark, 59..62 protection
+ * keys, 63 XD. */
+static int x86_sw_track(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg, int rc)
+{
+    static const uint8_t sw[] = {9, 10, 52, 53, 54, 55, 56, 57};
+    mmp_core_pt_sw_bits(g, sw, sizeof sw);
+    return x86_track(g, cfg, rc);
+}
+
 static int x86_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 {
-    return x86_track(g, cfg,
-                     mmp_core_x86_pt_setup(g, cfg, X_P, X_P | X_RW | X_US | X_A, X_A | X_D, false));
+    return x86_sw_track(
+        g, cfg, mmp_core_x86_pt_setup(g, cfg, X_P, X_P | X_RW | X_US | X_A, X_A | X_D, false));
 }
 
 static bool is_npt(const struct mmp_pt_geom *g)
@@ -257,8 +268,8 @@ static void x86_regs(const struct mmp_pt_geom *g, uint64_t root_pa, uint16_t id,
 /* NPT input addresses are guest-physical: no canonical form. */
 static int npt_setup(struct mmp_pt_geom *g, const struct mmp_pt_config *cfg)
 {
-    return x86_track(g, cfg,
-                     mmp_core_x86_pt_setup(g, cfg, X_P, X_P | X_RW | X_US | X_A, X_A | X_D, true));
+    return x86_sw_track(
+        g, cfg, mmp_core_x86_pt_setup(g, cfg, X_P, X_P | X_RW | X_US | X_A, X_A | X_D, true));
 }
 
 const struct mmp_pt_fmt mmp_core_pt_fmt_x86_64 = {

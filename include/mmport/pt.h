@@ -314,6 +314,30 @@ struct mmp_pt_config {
 #define MMP_MEM_WP 0x500u /**< write-protected (EPT only; other formats: -EINVAL) */
 #define MMP_MEM_MASK 0xf00u /**< the memory-type field */
 
+#define MMP_SW_SHIFT 16 /**< bit position of MMP_SW(0) in an attribute word */
+#define MMP_SW_MASK 0xff0000u /**< the software bits of an attribute word */
+/**
+ * Software bit k (0..7; bits 16..23 of an attribute word): the caller's
+ * bit k, kept in a descriptor bit the hardware ignores in a leaf
+ * and mmport uses for nothing else - for the hypervisor's own state of a
+ * page (Xen's p2m types, pKVM's ownership states). k < the format's count:
+ * - x86-64 and NPT: 8, descriptor bits 9, 10, 52, 53, 54, 55, 56, 57
+ *   (MMP_SW(0) is bit 9, ..., MMP_SW(7) bit 57);
+ * - EPT: 7, bits 52, 53, 54, 55, 56, 59, 62 (those ignored whatever the
+ *   VM-execution controls enable);
+ * - arm64 stage 1 and stage 2: 2, bits 56 and 57 (of [58:55], reserved
+ *   for software; mmport uses 55 and 58).
+ * A bit beyond the count: -EINVAL (MMP_PT_RULE_SW_BITS). mmp_pt_map()
+ * sets them in every leaf it writes, splits and folds keep them (leaves
+ * with different bits never fold together), mmp_pt_protect() keeps each
+ * leaf's bits unless MMP_SW_SET is given, and mmp_pt_lookup() and
+ * mmp_pt_walk() report them in mmp_pt_leaf::attrs.
+ */
+#define MMP_SW(k) (1u << (MMP_SW_SHIFT + (k)))
+/** mmp_pt_protect(): set the leaves' software bits to those of attrs
+ * (without it each leaf keeps its own). Ignored by mmp_pt_map(). */
+#define MMP_SW_SET 0x1000000u
+
 /** Per-call flags of mmp_pt_map(). */
 enum mmp_pt_map_flag {
     /** replace existing mappings instead of -EEXIST; where a leaf of any
@@ -452,7 +476,7 @@ struct mmp_pt_leaf {
     uint64_t va;   /**< input address of the leaf's start */
     uint64_t pa;   /**< output address of the leaf's start */
     uint64_t size; /**< bytes the leaf maps (granule or block size) */
-    uint32_t attrs; /**< MMP_PROT_* | MMP_MEM_* */
+    uint32_t attrs; /**< MMP_PROT_* | MMP_MEM_* | MMP_SW(k) */
     uint8_t level;  /**< architectural level of the leaf (x86: 1 = PT .. 5 = PML5) */
     uint8_t kind;   /**< enum mmp_pt_leaf_kind */
     uint64_t desc;  /**< the raw descriptor */
@@ -592,6 +616,8 @@ MMP_API int mmp_pt_unmap(struct mmp_pt *pt, uint64_t va, uint64_t size);
 /**
  * Change the attributes of every mapping in [va, va+size), splitting
  * blocks and unfolding contiguous runs at the ends. Holes are skipped.
+ * Software bits (MMP_SW()) stay as each leaf has them unless attrs has
+ * MMP_SW_SET, which sets them to those of attrs.
  * Errors: as unmap, plus -EINVAL for unknown attrs; -EIO (an entry in the
  * range, or on the way to it, is reserved: nothing changed - every leaf
  * the call would change is read before the first store).

@@ -149,6 +149,9 @@ enum mmp_pt_rule {
     /** the call's memcache held fewer pages than the call needed;
      *  value..end = the call's range, limit = pages it holds (-ENOMEM) */
     MMP_PT_RULE_MEMCACHE_DRY = 44,
+    /** attrs: a software bit the format does not have; value = the
+     *  MMP_SW() bits asked, limit = the format's count (-EINVAL) */
+    MMP_PT_RULE_SW_BITS = 45,
 };
 
 /** Why the last failing call on a table failed (mmp_pt_reason()). */
