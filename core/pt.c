@@ -246,17 +246,23 @@ int mmp_pt_lookup(const struct mmp_pt *p, uint64_t va, struct mmp_pt_leaf *out)
     return rc ? 0 : -MMP_ENOENT; /* a miss is no failure: nothing recorded */
 }
 
-int mmp_pt_walk(const struct mmp_pt *p, uint64_t va, uint64_t size, mmp_pt_walk_fn fn, void *arg)
+int mmp_core_pt_walk_args(const struct mmp_pt *p, bool fn, uint64_t va, uint64_t size,
+                          uint64_t *last)
 {
     if (!pt_live(p))
         return -MMP_EINVAL;
-    const struct pt *pt = cpt_of(p);
     if (!fn)
-        return mmp_core_pt_fail(pt, -MMP_EINVAL, MMP_PT_RULE_NULL_ARG, 0, 0, 0);
+        return mmp_core_pt_fail(cpt_of(p), -MMP_EINVAL, MMP_PT_RULE_NULL_ARG, 0, 0, 0);
+    return mmp_core_pt_check_va(cpt_of(p), va, size, last);
+}
+
+int mmp_pt_walk(const struct mmp_pt *p, uint64_t va, uint64_t size, mmp_pt_walk_fn fn, void *arg)
+{
     uint64_t last;
-    int rc = mmp_core_pt_check_va(pt, va, size, &last);
+    int rc = mmp_core_pt_walk_args(p, fn != NULL, va, size, &last);
     if (rc)
         return rc;
+    const struct pt *pt = cpt_of(p);
     struct walk_ctx w = {.pt = pt, .fn = fn, .arg = arg};
     rc = read_walk(&w, va, last);
     /* The walk's own -EIO; fn's values are fn's, not recorded. */

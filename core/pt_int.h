@@ -340,6 +340,10 @@ static inline void pt_note_global(struct pt *pt, uint32_t attrs)
         AO_char_store(&pt->global, 1);
 }
 
+/* The arguments of a read-only walk: a live table, a callback (fn), the
+ * range as mmp_core_pt_check_va() wants it. 0 or the call's error. */
+int mmp_core_pt_walk_args(const struct mmp_pt *p, bool fn, uint64_t va, uint64_t size,
+                          uint64_t *last);
 /* Input-range check shared by every call: alignment (-EINVAL), wrap
  * (-EOVERFLOW), VA bits / canonical form (-ERANGE); *last = va+size-1.
  * The test is inline for map and unmap, whose one-page calls it is a tenth

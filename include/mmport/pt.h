@@ -735,6 +735,47 @@ typedef int (*mmp_pt_walk_fn)(void *arg, const struct mmp_pt_leaf *leaf);
 MMP_API int mmp_pt_walk(const struct mmp_pt *pt, uint64_t va, uint64_t size,
                         mmp_pt_walk_fn fn, void *arg);
 
+/** What an entry is (mmp_pt_entry::kind). */
+enum mmp_pt_entry_kind {
+    MMP_ENTRY_LEAF = 0,  /**< a valid leaf: page or block, in a contiguous run or not */
+    MMP_ENTRY_TABLE = 1, /**< a table entry, before the entries of its table */
+    MMP_ENTRY_TABLE_POST = 2, /**< the same table entry again, after them */
+    /**
+     * An invalid entry that is not 0: one a shared call holds locked
+     * (MMP_PT_SHARED), or bits a caller stored itself. Entries that are 0
+     * are not reported.
+     */
+    MMP_ENTRY_INVALID = 3,
+};
+
+/** One descriptor, as mmp_pt_walk_entries() shows it. */
+struct mmp_pt_entry {
+    uint64_t va;   /**< input address where the entry's slot starts */
+    uint64_t size; /**< bytes the slot spans (a leaf's size; a table's reach) */
+    uint64_t desc; /**< the raw descriptor, as read */
+    int8_t level;  /**< architectural level (arm64 -1..3, x86 5/4..1) */
+    uint8_t kind;  /**< enum mmp_pt_entry_kind */
+};
+
+/** Called for each entry; a non-zero return stops the walk and is returned. */
+typedef int (*mmp_pt_entry_fn)(void *arg, const struct mmp_pt_entry *e);
+
+/**
+ * Visit every non-zero descriptor whose slot overlaps [va, va+size), in
+ * address order, table entries before (MMP_ENTRY_TABLE) and after
+ * (MMP_ENTRY_TABLE_POST) the entries of their table, as KVM's page-table
+ * walker visits them: for read-only inspection of what mmp_pt_walk()
+ * leaves out (table entries, invalid entries with bits, the raw bits of
+ * every leaf). Bounded like every walk: a corrupted table stops it with
+ * -EIO. Wants no writer running meanwhile; on a MMP_PT_SHARED table it may
+ * run beside shared calls (each entry is reported as it is when read).
+ * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for mmp_pt_walk(); -EIO (a
+ * corrupted table; fn may have seen the entries before the fault); else
+ * fn's non-zero value.
+ */
+MMP_API int mmp_pt_walk_entries(const struct mmp_pt *pt, uint64_t va, uint64_t size,
+                                mmp_pt_entry_fn fn, void *arg);
+
 /** Physical address of the root table (for CR3, TTBRn_ELx, VTTBR_EL2); 0
  * without a live table. */
 MMP_API uint64_t mmp_pt_root(const struct mmp_pt *pt);
