@@ -14,7 +14,8 @@ struct call {
     struct mmp_pt_memcache *mc;
 };
 
-static int call_of(struct pt *pt, const struct mmp_pt_call *c, struct call *out)
+static inline __attribute__((always_inline)) int call_of(struct pt *pt, const struct mmp_pt_call *c,
+                                                       struct call *out)
 {
     const uint32_t known = MMP_CALL_SHARED | MMP_CALL_EXCLUSIVE;
     bool may_share = (pt->cfg_flags & MMP_PT_SHARED) != 0;
@@ -37,7 +38,7 @@ static int call_of(struct pt *pt, const struct mmp_pt_call *c, struct call *out)
 
 /* A shared call inside a lazy section would flush its own change while
  * the section's deferred ones for the same range may still be pending. */
-static int shared_ok(struct pt *pt, const struct call *c)
+static inline __attribute__((always_inline)) int shared_ok(struct pt *pt, const struct call *c)
 {
     if (c->shared && pt->lazy_depth)
         return mmp_core_pt_fail(pt, -MMP_EBUSY, MMP_PT_RULE_CALL_LAZY, pt->lazy_depth, 0, 0);
@@ -87,8 +88,11 @@ static int op_init(struct pt_op *o, struct mmp_pt *p, int kind, uint32_t attrs,
     return 0;
 }
 
-int mmp_pt_map_call(struct mmp_pt *p, const struct mmp_pt_call *call, uint64_t va, uint64_t pa,
-                    uint64_t size, uint32_t attrs, uint32_t flags)
+/* map, inlined into both entry points: the plain one (call NULL, the
+ * table's default) pays nothing for the call's options. */
+static inline __attribute__((always_inline)) int
+map_impl(struct mmp_pt *p, const struct mmp_pt_call *call, uint64_t va, uint64_t pa,
+         uint64_t size, uint32_t attrs, uint32_t flags)
 {
     const uint32_t known = MMP_MAP_REPLACE | MMP_MAP_NO_BLOCK | MMP_MAP_NO_CONT;
     if (!pt_live(p))
@@ -137,14 +141,20 @@ int mmp_pt_map_call(struct mmp_pt *p, const struct mmp_pt_call *call, uint64_t v
     return run_result(pt, &c, rc, va, last);
 }
 
+int mmp_pt_map_call(struct mmp_pt *p, const struct mmp_pt_call *call, uint64_t va, uint64_t pa,
+                    uint64_t size, uint32_t attrs, uint32_t flags)
+{
+    return map_impl(p, call, va, pa, size, attrs, flags);
+}
+
 int mmp_pt_map(struct mmp_pt *p, uint64_t va, uint64_t pa, uint64_t size, uint32_t attrs,
                uint32_t flags)
 {
-    return mmp_pt_map_call(p, NULL, va, pa, size, attrs, flags);
+    return map_impl(p, NULL, va, pa, size, attrs, flags);
 }
 
 /* Unmap and protect: check the range, then run the table's engine. */
-static int run_range(struct mmp_pt *p, const struct mmp_pt_call *call, uint64_t va,
+static inline __attribute__((always_inline)) int run_range(struct mmp_pt *p, const struct mmp_pt_call *call, uint64_t va,
                      uint64_t size, int kind, uint32_t attrs)
 {
     if (!pt_live(p))
