@@ -197,7 +197,10 @@ static inline void mmp_core_pt_sw_bits(struct mmp_pt_geom *g, const uint8_t *pos
 /* How many software bits the format has. */
 static inline unsigned pt_sw_count(const struct mmp_pt_geom *g)
 {
-    return (unsigned)__builtin_popcountll(g->sw_mask);
+    unsigned n = 0; /* (no popcount builtin: it is a libgcc call freestanding) */
+    for (uint64_t m = g->sw_mask; m; m &= m - 1)
+        n++;
+    return n;
 }
 
 /* The leaf template for attrs at depth d: the format's, with the
