@@ -66,6 +66,8 @@ int mmp_pt_init(struct mmp_pt *p, const struct mmp_pt_config *cfg, const struct 
     mmp_core_pt_engine_select(p, (cfg->flags & MMP_PT_GENERIC_DEPTH) != 0);
     pt->ops = *ops;
     pt->cfg_flags = cfg->flags;
+    if (cfg->format == MMP_PT_X86_EPT || cfg->format == MMP_PT_X86_NPT)
+        pt->cfg_flags |= MMP_PT_FLUSH_CONTEXT; /* no by-address flush there */
     mmp_core_pt_batch_init(pt, cfg);
     uint64_t pa = 0;
     void *root = ops->alloc_table(ops->ctx, pt->g.root_bytes, &pa);

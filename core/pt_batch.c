@@ -66,7 +66,7 @@ static void call_flush(const struct pt *pt, struct mmp_pt_stats *st, bool all, u
     unsigned gl = AO_char_load(&pt->global) ? MMP_FLUSH_GLOBAL : 0;
     if (!(flags & MMP_FLUSH_LEAF))
         flags &= ~MMP_FLUSH_STRIDE_MASK;
-    if (all || over_ceiling(pt, lo, last, flags))
+    if (all || (pt->cfg_flags & MMP_PT_FLUSH_CONTEXT) || over_ceiling(pt, lo, last, flags))
         pt->ops.tlb_flush(pt->ops.ctx, 0, 0, MMP_FLUSH_ALL | gl);
     else
         pt->ops.tlb_flush(pt->ops.ctx, lo, last - lo + 1, flags | gl);
@@ -78,19 +78,20 @@ static bool touches(const struct pt_range *r, uint64_t lo, uint64_t last)
 }
 
 /* Pending range i has grown: beyond the ceiling, everything pending
- * becomes one full flush. */
+ * goes out as one full flush. The ranges stay, to tell what is pending
+ * (pt_pending_in): a size change elsewhere need not wait for it. */
 static void check_ceiling(struct pt *pt, unsigned i)
 {
-    if (over_ceiling(pt, pt->r[i].lo, pt->r[i].last, hint_unpack(pt->rhint[i]))) {
+    if (over_ceiling(pt, pt->r[i].lo, pt->r[i].last, hint_unpack(pt->rhint[i])))
         pt->flush_all = 1;
-        pt->nranges = 0;
-    }
 }
 
 void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned flags)
 {
-    if (pt->flush_all)
-        return;
+    /* A TLB that flushes whole contexts only: one full flush, whatever is
+     * pending (the ranges still say what). */
+    if (pt->cfg_flags & MMP_PT_FLUSH_CONTEXT)
+        pt->flush_all = 1;
     /* Merge first: a range inside or next to a pending one (the common
      * case: one call, or calls walking up an area) never counts against
      * flush_ranges. */
@@ -137,11 +138,8 @@ void mmp_core_pt_flush_add(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
             flags = pt_fl_merge(flags, hint_unpack(pt->rhint[j]));
         }
         pt->st.ranges_coalesced += pt->nranges;
-        if (pt->cfg_flags & MMP_PT_FLUSH_ALL_OVER) {
+        if (pt->cfg_flags & MMP_PT_FLUSH_ALL_OVER)
             pt->flush_all = 1;
-            pt->nranges = 0;
-            return;
-        }
         i = 0;
     }
     pt->r[i].lo = lo;
@@ -257,8 +255,10 @@ void mmp_core_pt_sync(struct pt *pt)
         emit_barrier(pt);
     if (pt->flush_all)
         call_flush(pt, &pt->st, true, 0, 0, 0);
-    for (unsigned i = 0; i < pt->nranges; i++)
-        call_flush(pt, &pt->st, false, pt->r[i].lo, pt->r[i].last, hint_unpack(pt->rhint[i]));
+    else
+        for (unsigned i = 0; i < pt->nranges; i++)
+            call_flush(pt, &pt->st, false, pt->r[i].lo, pt->r[i].last,
+                       hint_unpack(pt->rhint[i]));
     pt->flush_all = 0;
     pt->nranges = 0;
     /* No page is queued twice; the bound (the pages the table owns) is

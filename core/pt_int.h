@@ -254,7 +254,7 @@ void mmp_core_pt_flush_now(struct pt *pt, uint64_t lo, uint64_t last, unsigned f
  * compares; nothing is pending outside a lazy section.) */
 static inline bool pt_pending_in(const struct pt *pt, uint64_t lo, uint64_t last)
 {
-    if (pt->flush_all)
+    if (pt->flush_all && !pt->nranges)
         return true;
     for (unsigned i = 0; i < pt->nranges; i++)
         if (pt->r[i].lo <= last && lo <= pt->r[i].last)

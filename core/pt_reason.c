@@ -70,7 +70,8 @@ int mmp_core_pt_fail_attrs(const struct pt *pt, unsigned rule, uint32_t attrs)
 #define CFG_FLAGS                                                                  \
     (MMP_PT_NO_BLOCKS | MMP_PT_NO_CONT | MMP_PT_NO_FOLD | MMP_PT_FLUSH_ALL_OVER |      \
      MMP_PT_KEEP_TABLES | MMP_PT_EL2 | MMP_PT_S2FWB | MMP_PT_TRACK_HW | MMP_PT_SHARED |      \
-     MMP_PT_BBML2 | MMP_PT_X86_SIZE_BBM | MMP_PT_GENERIC_DEPTH | CFG_EPT_FLAGS)
+     MMP_PT_BBML2 | MMP_PT_X86_SIZE_BBM | MMP_PT_GENERIC_DEPTH | MMP_PT_FLUSH_CONTEXT |      \
+     CFG_EPT_FLAGS)
 
 static int cfg_fail(struct mmp_pt_reason *r, int err, unsigned rule, uint64_t value,
                     uint64_t end, uint64_t limit)

@@ -48,6 +48,14 @@ static inline int pt_cfg_x86(size_t c)
     return f == MMP_PT_X86_64 || f == MMP_PT_X86_EPT || f == MMP_PT_X86_NPT;
 }
 
+/* EPT and NPT flush whole contexts only (MMP_PT_FLUSH_CONTEXT): every
+ * tlb_flush call is MMP_FLUSH_ALL. */
+static inline int pt_cfg_ctx(size_t c)
+{
+    enum mmp_pt_format f = pt_cfgs[c].c.format;
+    return f == MMP_PT_X86_EPT || f == MMP_PT_X86_NPT || (pt_cfgs[c].c.flags & MMP_PT_FLUSH_CONTEXT);
+}
+
 /* Second-stage and single-range EL2 tables reject USER and GLOBAL. */
 static inline int pt_cfg_no_user(size_t c)
 {

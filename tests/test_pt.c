@@ -250,7 +250,8 @@ START_TEST(bbm_order_seen_by_flush)
                                   pt_cfgs[c].name, op);
                     int whole = 0, page = 0, order = 0;
                     for (int i = 0; i < e->nflush; i++) {
-                        if (e->log[i].va <= va && e->log[i].va + e->log[i].size >= va + sz)
+                        if ((e->log[i].flags & MMP_FLUSH_ALL) ||
+                            (e->log[i].va <= va && e->log[i].va + e->log[i].size >= va + sz))
                             whole = 1;
                         else if (e->log[i].va <= mid && e->log[i].va + e->log[i].size > mid)
                             page = 1, order = whole;
@@ -264,7 +265,8 @@ START_TEST(bbm_order_seen_by_flush)
                     ck_assert_int_eq(nbbm, 0); /* the unmap split's flush covers live entries */
                     int flushed = 0; /* x86: the changed translation is flushed */
                     for (int i = 0; i < e->nflush; i++)
-                        flushed |= e->log[i].va <= mid && e->log[i].va + e->log[i].size > mid;
+                        flushed |= (e->log[i].flags & MMP_FLUSH_ALL) ||
+                                   (e->log[i].va <= mid && e->log[i].va + e->log[i].size > mid);
                     ck_assert(flushed);
                 }
                 /* after the call: the rest is mapped as before */

@@ -296,6 +296,8 @@ START_TEST(x86_size_bbm_for_amd_erratum_383)
             mmp_pt_stats(&e->pt, &a);
             e->nflush = 0;
             e->inspect = 1;
+            e->probe_va = va; /* what an NPT flush (always all) is checked over */
+            e->probe_size = G;
             ck_assert_int_eq(mmp_pt_protect(&e->pt, va + 7 * B + G, G, RO), 0);
             e->inspect = 0;
             mmp_pt_stats(&e->pt, &b);

@@ -228,6 +228,16 @@ enum mmp_pt_config_flag {
      * measures that difference with it; nothing else needs it.
      */
     MMP_PT_GENERIC_DEPTH = 1u << 17,
+    /**
+     * The caller's TLB flushes only whole contexts (an arm64 VMM that uses
+     * TLBI VMALLS12E1IS): every tlb_flush call is MMP_FLUSH_ALL, and what a
+     * call or a lazy section defers goes out as one, whatever ranges were
+     * changed - the number of calls is what costs. Break-before-make still
+     * flushes at once where the format needs it. Always on for EPT (INVEPT
+     * has no by-address form) and NPT (the ASID's flush, TLB_CONTROL), given
+     * or not.
+     */
+    MMP_PT_FLUSH_CONTEXT = 1u << 18,
 };
 
 /** What a table looks like; fixed at creation. */
