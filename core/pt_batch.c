@@ -12,6 +12,7 @@
  * before the map's first store, never deferred.
  */
 #include "pt_int.h"
+#include "pt_state.h"
 
 static void emit_barrier(struct pt *pt)
 {
@@ -180,6 +181,57 @@ void mmp_core_pt_emit(const struct pt *pt, struct mmp_pt_stats *st, bool flush, 
  * bit) or in kept[] until the flush; the root is never queued.
  */
 
+/*
+ * The scratch list of kept pages: a page from alloc_table whose words 0/1
+ * link the next one (va, pa), word 2 counts its entries, and entries of
+ * KL_W words follow from word KL_HDR: the kept page (va, pa) and, for a
+ * fold of a table the MMU records state in, the block's slot | its depth
+ * (its state is completed after the flush: mmp_core_pt_keep_state). It
+ * holds what a long section folds (track stop: one fold per block) until
+ * the one flush that covers them. New pages go in front; the flush walks
+ * the chain from the oldest.
+ */
+#define KL_HDR 4u
+#define KL_W 3u
+
+static uint64_t kl_cap(const struct pt *pt)
+{
+    return (((uint64_t)1 << pt->g.granule_shift) / 8 - KL_HDR) / KL_W;
+}
+
+static bool kl_has(const struct pt *pt, const void *va)
+{
+    for (const uint64_t *l = pt->klist; l; l = (const uint64_t *)(uintptr_t)l[0])
+        for (uint64_t k = 0; k < l[2]; k++)
+            if ((const void *)(uintptr_t)l[KL_HDR + KL_W * k] == va)
+                return true;
+    return false;
+}
+
+static bool kl_add(struct pt *pt, void *va, uint64_t pa, uint64_t slot)
+{
+    uint64_t *l = pt->klist;
+    if (!l || l[2] == kl_cap(pt)) {
+        uint64_t npa;
+        uint64_t *n = (uint64_t *)pt->ops.alloc_table(pt->ops.ctx,
+                                                      (size_t)1 << pt->g.granule_shift, &npa);
+        if (!n)
+            return false; /* the caller flushes instead */
+        n[0] = (uint64_t)(uintptr_t)l;
+        n[1] = pt->klist_pa;
+        n[2] = 0;
+        pt->klist = l = n;
+        pt->klist_pa = npa;
+    }
+    uint64_t *x = &l[KL_HDR + KL_W * l[2]];
+    x[0] = (uint64_t)(uintptr_t)va;
+    x[1] = pa;
+    x[2] = slot;
+    l[2]++;
+    return true;
+}
+
+
 static bool pt_may_free(const struct pt *pt, const void *va)
 {
     const uint64_t *p = (const uint64_t *)va;
@@ -188,7 +240,7 @@ static bool pt_may_free(const struct pt *pt, const void *va)
     for (unsigned i = 0; i < pt->nkept; i++)
         if (pt->kept[i].va == va)
             return false;
-    return true;
+    return !pt->klist || !kl_has(pt, va);
 }
 
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
@@ -215,12 +267,21 @@ void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
     pt->dfree_pa = pa;
 }
 
+bool mmp_core_pt_keep_state(struct pt *pt, void *va, uint64_t pa, uint64_t *slot, unsigned d)
+{
+    if (!pt->keep_more || !pt_may_free(pt, va))
+        return false;
+    return kl_add(pt, va, pa, (uint64_t)(uintptr_t)slot | d);
+}
+
 void mmp_core_pt_defer_keep(struct pt *pt, void *va, uint64_t pa)
 {
     /* Nothing is written into the page: a walk through a stale cache still
      * finds the old, valid entries. The flush of its range is already
      * pending, so a sync when full covers it too. */
     if (!pt_may_free(pt, va))
+        return;
+    if (pt->nkept == PT_KEPT && pt->keep_more && kl_add(pt, va, pa, 0))
         return;
     if (pt->nkept == PT_KEPT)
         mmp_core_pt_sync(pt);
@@ -246,6 +307,52 @@ static void release_page(struct pt *pt, void *va, uint64_t pa)
         mmp_core_pt_retire(pt, va, pa);
     else
         pt_free_page(pt, va, pa);
+}
+
+/* A kept page, its flush done: marked, then released. */
+static void release_kept(struct pt *pt, void *va, uint64_t pa)
+{
+    pt_note_freed(pt, pa);
+    pt_st(&((uint64_t *)va)[2], PT_DFREE_MARK);
+    release_page(pt, va, pa);
+    pt_pages_add(&pt->st.table_pages, -1);
+}
+
+/*
+ * After the flush: every page of the scratch list, oldest first (a fold of
+ * a table whose own block then folded is completed before the table it is
+ * in). An entry with a slot gives the block the state the MMU recorded in
+ * the kept table until the flush, then goes like any kept page.
+ */
+static void kl_release(struct pt *pt)
+{
+    uint64_t *prev = NULL, prev_pa = 0;
+    while (pt->klist) { /* oldest first: reverse the chain */
+        uint64_t *l = pt->klist, lpa = pt->klist_pa;
+        pt->klist = (uint64_t *)(uintptr_t)l[0];
+        pt->klist_pa = l[1];
+        l[0] = (uint64_t)(uintptr_t)prev;
+        l[1] = prev_pa;
+        prev = l;
+        prev_pa = lpa;
+    }
+    const struct mmp_pt_geom *g = &pt->g;
+    while (prev) {
+        uint64_t *l = prev, lpa = prev_pa;
+        for (uint64_t k = 0; k < l[2]; k++) {
+            const uint64_t *x = &l[KL_HDR + KL_W * k];
+            uint64_t *c = (uint64_t *)(uintptr_t)x[0];
+            if (x[2]) {
+                unsigned d = (unsigned)(x[2] & 7);
+                uint64_t *slot = (uint64_t *)(uintptr_t)(x[2] & ~7ull);
+                pt_st_give_live(g, d, slot, pt_st_or(g, c, 0, (unsigned)pt_nent(g, d + 1) - 1));
+            }
+            release_kept(pt, c, x[1]);
+        }
+        prev = (uint64_t *)(uintptr_t)l[0];
+        prev_pa = l[1];
+        pt->ops.free_table(pt->ops.ctx, l, lpa, (size_t)1 << pt->g.granule_shift);
+    }
 }
 
 void mmp_core_pt_sync(struct pt *pt)
@@ -281,13 +388,10 @@ void mmp_core_pt_sync(struct pt *pt)
      * loaded the old table entry before the fold (a caller's free_table may
      * defer through RCU for it) and meets the mark looks again from the
      * root and finds the block (read_span). */
-    for (unsigned i = 0; i < pt->nkept; i++) {
-        pt_note_freed(pt, pt->kept[i].pa);
-        pt_st(&((uint64_t *)pt->kept[i].va)[2], PT_DFREE_MARK);
-        release_page(pt, pt->kept[i].va, pt->kept[i].pa);
-        pt_pages_add(&pt->st.table_pages, -1);
-    }
+    for (unsigned i = 0; i < pt->nkept; i++)
+        release_kept(pt, pt->kept[i].va, pt->kept[i].pa);
     pt->nkept = 0;
+    kl_release(pt);
 }
 
 void mmp_core_pt_call_end(struct pt *pt)

@@ -538,7 +538,7 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
         c[k] = v;
     o->st->entries_written += n;
     uint64_t sz = slot_size(g, d), base = s->va & ~(sz - 1);
-    if (!o->shared && !s->priv && (o->kind != OP_UNMAP || g->trk_d) &&
+    if (!o->shared && !s->priv && o->kind != OP_SPLIT && (o->kind != OP_UNMAP || g->trk_d) &&
         (!(s->e & g->cont_bit) || !unfold_needs_bbm(g, d, s->e)) &&
         !pt_needs_bbm(g, d, s->e, 0, PT_CHG_SIZE)) {
         /*
@@ -550,7 +550,10 @@ static int split_begin(struct pt_op *o, struct pt_slot *s)
          * address outside the changed range stays mapped throughout. The
          * operation then runs in the live table. A block in a contiguous
          * run leaves the run first, the same way. (An unmap too where the
-         * MMU records D: the flush must come before stale_d() looks.)
+         * MMU records D: the flush must come before stale_d() looks.) A
+         * split alone (OP_SPLIT) changes nothing inside, so it is linked
+         * at the end like a private one, its flush deferred with the
+         * call's (its caller runs mmp_core_pt_stale_d after it).
          */
         if (s->e & g->cont_bit)
             unfold_first(o, d, s->t, s->i, base);
@@ -806,14 +809,18 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
     blk = pt_st_as(g, blk, st);
     pt_st(&t[i], blk);
     wrote(o, 1, priv);
-    if (!broken && !priv && g->trk_hw) {
-        mmp_core_pt_flush_now(o->pt, base, base + sz - 1, 0);
-        pt_st_give_live(g, d, &t[i], pt_st_or(g, c, 0, n - 1) & ~st);
-    }
-    if (broken) /* c holds only leaves: no subtree below it */
+    if (broken) { /* c holds only leaves: no subtree below it */
         mmp_core_pt_defer_free(o->pt, c, pt_tbl_oa(g, s->e));
-    else
+    } else if (!priv && g->trk_hw) {
+        /* (a section of many folds completes the block at its flush) */
+        if (!mmp_core_pt_keep_state(o->pt, c, pt_tbl_oa(g, s->e), &t[i], d)) {
+            mmp_core_pt_flush_now(o->pt, base, base + sz - 1, 0);
+            pt_st_give_live(g, d, &t[i], pt_st_or(g, c, 0, n - 1) & ~st);
+            mmp_core_pt_defer_keep(o->pt, c, pt_tbl_oa(g, s->e));
+        }
+    } else {
         mmp_core_pt_defer_keep(o->pt, c, pt_tbl_oa(g, s->e));
+    }
     /* The new block may complete a contiguous run of blocks. */
     unsigned R = run_len(o, d);
     if (R > 1) {
@@ -1854,4 +1861,36 @@ int mmp_core_pt_sh_unmap_slot(struct pt *pt, unsigned d, uint64_t *t, unsigned i
         return -1;
     sh_end(&o);
     return 0;
+}
+
+/*
+ * x86 with the MMU's D (MMP_PT_TRACK_HW): after the flush that followed
+ * splits linked in place (OP_SPLIT), a write made through a TLB entry that
+ * still held a block may have set D in what is now a table entry: its
+ * pages get it (stale_d), so no write is lost.
+ */
+PT_VISITOR int stale_entry(void *ctx, struct pt_slot *s)
+{
+    struct pt_op *o = (struct pt_op *)ctx;
+    if (s->kind != PT_TABLE)
+        return PT_SKIP;
+    uint64_t *c = pt_child(o->pt, s->e);
+    if (s->e & o->g->trk_d)
+        stale_d(o, s->d, s->t, s->i, c);
+    return s->d + 2 < o->g->nlev ? pt_descend(s, c, PT_TABLE, false) : PT_SKIP;
+}
+
+static int stale_span(void *ctx, struct pt_slot *s)
+{
+    (void)ctx, (void)s;
+    return 0;
+}
+
+static const struct pt_visitor stale_visitor = {.entry = stale_entry, .span = stale_span};
+
+void mmp_core_pt_stale_d(struct pt *pt, uint64_t va, uint64_t last)
+{
+    struct pt_op o = {.pt = pt, .g = &pt->g, .kind = OP_SPLIT, .st = &pt->st};
+    if (pt->g.trk_d && pt->g.nlev > 1)
+        (void)pt_walk(&stale_visitor, &o, pt, pt->g.nlev, 0, pt->root, false, va, last);
 }

@@ -15,7 +15,7 @@
 #include "pt_fmt.h"
 
 #define PT_MAX_RANGES 8
-#define PT_KEPT 4
+#define PT_KEPT 3
 #define PT_TC_SLOTS 4 /* leaf templates cached (core/pt_fault.c) */
 
 struct pt_op;
@@ -50,6 +50,7 @@ struct pt {
     uint8_t nkept;
     uint8_t global; /* a GLOBAL leaf was asked for: flushes say MMP_FLUSH_GLOBAL */
     uint8_t closing; /* mmp_pt_fini: no reader is left, pages go to free_table */
+    uint8_t keep_more; /* kept pages beyond kept[] may go to a scratch list (klist) */
     uint8_t rhint[PT_MAX_RANGES]; /* per pending range: its hints, packed */
     uint32_t ceiling;             /* mmp_pt_config::flush_ceiling, resolved */
     uint32_t lazy_depth;
@@ -63,6 +64,10 @@ struct pt {
         void *va;
         uint64_t pa;
     } kept[PT_KEPT];
+    /* More of them, while keep_more: a chain of scratch pages from
+     * alloc_table (core/pt_batch.c), freed with them at the flush. */
+    uint64_t *klist;
+    uint64_t klist_pa;
     struct mmp_pt_stats st;
     /* Last-level leaf templates by attribute set, for one-page calls
      * (core/pt_fault.c): key = PT_TC_READY | attrs once tmpl is valid. */
@@ -315,6 +320,12 @@ static inline void pt_defer_page(void *arg, void *va, uint64_t pa)
  * (its translations are still valid); syncs first when the few slots are
  * full. */
 void mmp_core_pt_defer_keep(struct pt *pt, void *va, uint64_t pa);
+/* The same for the table a fold at depth d replaced by the block at slot,
+ * in a table the MMU records state in: after the flush the block gets
+ * what the MMU recorded in the table until then. Only in a section that
+ * keeps more (keep_more) and while scratch pages come: false, nothing
+ * done, otherwise (the caller flushes now instead). */
+bool mmp_core_pt_keep_state(struct pt *pt, void *va, uint64_t pa, uint64_t *slot, unsigned d);
 /* End of one map/unmap/protect call: one barrier, one coalesced flush and
  * the deferred frees, unless a lazy section defers them. */
 void mmp_core_pt_call_end(struct pt *pt);

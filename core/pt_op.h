@@ -67,6 +67,11 @@ struct pt_op {
     struct pt_sh *sh; /* shared mode: set by the shared runner */
 };
 
+/* After the flush that followed an OP_SPLIT of [va, last]: D the MMU set
+ * through a stale block translation in what is a table entry now goes to
+ * the table's pages (x86 with MMP_PT_TRACK_HW; nothing elsewhere). */
+void mmp_core_pt_stale_d(struct pt *pt, uint64_t va, uint64_t last);
+
 /* The engine instance of a table (core/pt_engine.c): prepare, reserve,
  * commit. 0 or a negative MMP_E* (nothing changed then). */
 int mmp_core_pt_run(struct pt_op *o, uint64_t va, uint64_t last);

@@ -402,18 +402,34 @@ int mmp_pt_test_clear_young(struct mmp_pt *p, uint64_t va, uint64_t size, uint64
 
 static int arm(struct pt *pt, uint64_t lo, uint64_t hi);
 
-/* Split, then arm, [lo, hi]. */
-static int start_chunk(struct pt *pt, uint64_t lo, uint64_t hi)
+/* Split [lo, hi] down to the granule (its flush deferred with the call's). */
+static int split(struct pt *pt, uint64_t lo, uint64_t hi)
 {
-    const struct mmp_pt_geom *g = &pt->g;
     struct pt_op o;
     __builtin_memset(&o, 0, sizeof o);
     o.pt = pt;
-    o.g = g;
+    o.g = &pt->g;
     o.st = &pt->st;
     o.kind = OP_SPLIT;
-    int rc = mmp_core_pt_run(&o, lo, hi);
-    return rc ? rc : arm(pt, lo, hi);
+    return mmp_core_pt_run(&o, lo, hi);
+}
+
+/*
+ * Arm [lo, hi], split before. The splits changed only sizes; the arm
+ * changes permissions (software tracking, arm64 DBM), which must not share
+ * a flush window with a size change (Intel's TLB note; Arm ARM D8.16): one
+ * flush between. Where the arm only clears the MMU's D (x86, EPT with
+ * MMP_PT_TRACK_HW) both share one flush: a write until then, through a
+ * TLB entry that still held a block, is one made before tracking began,
+ * and one that set D in a table entry goes to its pages after the flush.
+ */
+static int arm_split(struct pt *pt, uint64_t lo, uint64_t hi)
+{
+    if (!pt->g.trk_d)
+        pass_end(pt);
+    int rc = arm(pt, lo, hi);
+    mmp_core_pt_stale_d(pt, lo, hi);
+    return rc;
 }
 
 /* Arm [lo, hi] (a function of its own: its frame and the split's are not
@@ -448,9 +464,17 @@ int mmp_pt_track_start(struct mmp_pt *p, uint64_t va, uint64_t size,
     if (chunk & gm)
         return mmp_core_pt_fail(pt, -MMP_EINVAL, MMP_PT_RULE_TRACK_CHUNK, chunk, 0, gm + 1);
     uint64_t done = 0;
+    /* Without a yield callback nothing needs a chunk flushed before the
+     * next one: every chunk is split, then the whole range armed (one
+     * flush, or two: arm_split). With one, each chunk is before it runs. */
+    bool one_window = !(opts && opts->yield);
+    if (one_window)
+        pt->lazy_depth++; /* the splits' flushes wait for the arm's */
     for (uint64_t lo = va;;) {
         uint64_t hi = last - lo >= chunk ? lo + chunk - 1 : last;
-        rc = start_chunk(pt, lo, hi);
+        rc = split(pt, lo, hi);
+        if (rc == 0 && !one_window)
+            rc = arm_split(pt, lo, hi);
         if (rc) {
             mmp_core_pt_fail_op(pt, rc, lo, hi);
             break;
@@ -463,6 +487,11 @@ int mmp_pt_track_start(struct mmp_pt *p, uint64_t va, uint64_t size,
             break;
         }
         lo = hi + 1;
+    }
+    if (one_window) {
+        pt->lazy_depth--;
+        if (done) /* what was split is armed (after -ENOMEM: the prefix) */
+            (void)arm_split(pt, va, va + done - 1);
     }
     if (opts && opts->done)
         *opts->done = done;
@@ -564,9 +593,12 @@ static void fold(struct mmp_pt *p, uint64_t lo, uint64_t hi)
         return; /* a block or a hole */
     unsigned n = (unsigned)pt_nent(g, d);
     uint64_t base = lo - (uint64_t)f.i * sz;
+    /* (an exclusive call whatever the table's default: stop is one) */
+    const struct mmp_pt_call ex = {.flags = MMP_CALL_EXCLUSIVE};
     if (lo == base && hi == base + n * sz - 1 && g->leaf_ok[d - 1] &&
         !(pt->cfg_flags & MMP_PT_NO_BLOCKS) && uniform(pt, d, f.t, 0, n, &pa, &attrs, &re)) {
-        mmp_pt_map(p, lo + (uint64_t)re * sz, pa + (uint64_t)re * sz, sz, attrs, MMP_MAP_REPLACE);
+        mmp_pt_map_call(p, &ex, lo + (uint64_t)re * sz, pa + (uint64_t)re * sz, sz, attrs,
+                        MMP_MAP_REPLACE);
         return;
     }
     if (!g->cont[d] || (pt->cfg_flags & MMP_PT_NO_CONT))
@@ -576,8 +608,8 @@ static void fold(struct mmp_pt *p, uint64_t lo, uint64_t hi)
         /* (re-read: the previous fold may have freed nothing here, but a
          * run's table stays the same one) */
         if (uniform(pt, d, f.t, k, R, &pa, &attrs, &re))
-            mmp_pt_map(p, base + (uint64_t)re * sz, pa + (uint64_t)(re - k) * sz, sz, attrs,
-                       MMP_MAP_REPLACE);
+            mmp_pt_map_call(p, &ex, base + (uint64_t)re * sz, pa + (uint64_t)(re - k) * sz, sz,
+                            attrs, MMP_MAP_REPLACE);
     }
 }
 
@@ -611,15 +643,25 @@ int mmp_pt_track_stop(struct mmp_pt *p, uint64_t va, uint64_t size)
         return mmp_core_pt_fail_op(pt, rc, va, last);
     if ((pt->cfg_flags & MMP_PT_NO_FOLD) || g->nlev < 2)
         return 0;
-    /* One last-level table's span at a time (its table may be folded away). */
+    /* One last-level table's span at a time (its table may be folded
+     * away), all in one flush window: each fold changes only the size of
+     * its own region, which no other fold's pending flush covers, and the
+     * tables they replace wait for that one flush (a scratch list holds
+     * them beyond the few struct pt keeps). */
     uint64_t span = slot_sz(g, g->nlev - 2);
+    pt->lazy_depth++;
+    pt->keep_more = 1;
     for (uint64_t lo = va;;) {
         uint64_t end = (lo | (span - 1)), hi = end < last ? end : last;
         fold(p, lo, hi);
         if (hi == last)
-            return 0;
+            break;
         lo = hi + 1;
     }
+    pt->keep_more = 0;
+    pt->lazy_depth--;
+    pass_end(pt);
+    return 0;
 }
 
 /* ---- from fault handlers ------------------------------------------------ */

@@ -324,6 +324,47 @@ START_TEST(flush_hints_merge_and_global)
 }
 END_TEST
 
+/*
+ * Tracking passes over a guest of 2 MiB blocks make one flush window each:
+ * start splits every block and arms the pages, stop folds them back.
+ * Hardware A/D: one flush for each call; software tracking: two (the
+ * permission change and the size change never share one). Whole-context
+ * TLBs (EPT, NPT) and ranged ones alike.
+ */
+START_TEST(flush_tracking_passes)
+{
+    static const enum mmp_pt_format fmts[] = {MMP_PT_X86_EPT, MMP_PT_X86_NPT, MMP_PT_X86_64};
+    uint64_t size = mmp_test_slow() ? 1ull << 30 : 4ull << 30;
+    for (size_t f = 0; f < 3; f++)
+        for (int hw = 0; hw < 2; hw++) {
+            struct mmp_pt_config c = {.format = fmts[f], .granule = 4096, .va_bits = 48,
+                                      .max_leaf = 2u << 20};
+            c.flags = (fmts[f] == MMP_PT_X86_EPT ? MMP_PT_EPT_AD : 0) | (hw ? MMP_PT_TRACK_HW : 0);
+            struct mmp_pt *pt;
+            ck_assert_int_eq(mmp_pt_create(&pt, &c, NULL), 0);
+            uint64_t va = 1ull << 32;
+            ck_assert_int_eq(mmp_pt_map(pt, va, va, size, RW, 0), 0);
+            struct mmp_pt_stats a, b, d;
+            mmp_pt_stats(pt, &a);
+            ck_assert_int_eq(mmp_pt_track_start(pt, va, size, NULL), 0);
+            mmp_pt_stats(pt, &b);
+            ck_assert_int_eq(mmp_pt_track_stop(pt, va, size), 0);
+            mmp_pt_stats(pt, &d);
+            uint64_t want = hw ? 1 : 2;
+            ck_assert_msg(b.flushes - a.flushes == want && d.flushes - b.flushes == want,
+                          "format %d hw %d: start %llu flushes, stop %llu (want %llu each)",
+                          fmts[f], hw, (unsigned long long)(b.flushes - a.flushes),
+                          (unsigned long long)(d.flushes - b.flushes), (unsigned long long)want);
+            struct mmp_pt_usage u;
+            ck_assert_int_eq(mmp_pt_usage(pt, &u), 0);
+            ck_assert_uint_eq(u.blocks, size >> 21); /* folded back */
+            ck_assert_uint_eq(u.pages, 0);
+            ck_assert_uint_eq(u.table_pages, d.table_pages);
+            mmp_pt_destroy(pt);
+        }
+}
+END_TEST
+
 Suite *mmp_suite_pt_flush(void)
 {
     Suite *s = suite_create("pt_flush");
@@ -334,5 +375,6 @@ Suite *mmp_suite_pt_flush(void)
     MMP_ADD(s, flush_ceiling_one_call);
     MMP_ADD(s, flush_stride_of_blocks);
     MMP_ADD(s, flush_hints_merge_and_global);
+    MMP_ADD(s, flush_tracking_passes);
     return s;
 }

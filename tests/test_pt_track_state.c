@@ -351,6 +351,12 @@ static struct {
     uint64_t *slot, bit, va; /* set bit in *slot at the first flush covering va */
 } stale;
 
+static int no_yield(void *arg, uint64_t done, uint64_t total)
+{
+    (void)arg, (void)done, (void)total;
+    return 0;
+}
+
 static void stale_flush(void *ctx, uint64_t va, uint64_t size, unsigned flags)
 {
     t_flush(ctx, va, size, flags);
@@ -375,6 +381,77 @@ START_TEST(state_split_stale_d)
         ck_assert_int_eq(mmp_pt_protect(v.pt, va + 3 * v.g, v.g, RO), 0);
         ck_assert_msg(!stale.slot, "%s: the split did not flush the block", v.name);
         both_report_all_but(&v, va, n, ~0ull, "D set through a stale TLB entry during a split");
+        tenv_free(v.e);
+    }
+}
+END_TEST
+
+/*
+ * The same through mmp_pt_track_start, whose splits are linked in place
+ * and flushed with the arm (one flush for the call): D set in the old
+ * block slot at that flush reaches every page of the block.
+ */
+START_TEST(state_start_stale_d)
+{
+    for (size_t c = 0; c < NCFG; c++) {
+        if (!pt_cfg_x86(c) || !cfg_hw_ok(&pt_cfgs[c].c))
+            continue;
+        for (int yield = 0; yield < 2; yield++) {
+            struct senv v = senv_flush(c, MMP_PT_TRACK_HW, stale_flush);
+            uint64_t n = v.blk / v.g, va = 2 * v.blk;
+            ck_assert_int_eq(mmp_pt_map(v.pt, va, 4 * v.blk, v.blk, RW, 0), 0);
+            hw_young(v.pt, &v.h, va);
+            stale.slot = desc_ptr(v.pt, va);
+            stale.bit = v.h.dirty_set;
+            stale.va = va;
+            struct mmp_pt_stats a, b;
+            mmp_pt_stats(v.pt, &a);
+            struct mmp_track_opts o = {.yield = yield ? no_yield : NULL};
+            ck_assert_int_eq(mmp_pt_track_start(v.pt, va, v.blk, &o), 0);
+            mmp_pt_stats(v.pt, &b);
+            ck_assert_msg(!stale.slot, "%s: the split was not flushed", v.name);
+            ck_assert_uint_eq(b.split_flushes - a.split_flushes, 0);
+            ck_assert_msg(b.flushes - a.flushes == 1, "%s: track_start made %llu flushes", v.name,
+                          (unsigned long long)(b.flushes - a.flushes));
+            both_report_all_but(&v, va, n, ~0ull, "D set through a stale TLB entry during start");
+            tenv_free(v.e);
+        }
+    }
+}
+END_TEST
+
+/*
+ * mmp_pt_track_stop folds every block back in one flush window; on x86 the
+ * folded tables are kept until that flush, and the MMU may record D in
+ * them through a stale walk until it (the flush callback plays it, in the
+ * table of the first block): the block gets it, and the whole block is
+ * reported.
+ */
+START_TEST(state_stop_stale_d)
+{
+    for (size_t c = 0; c < NCFG; c++) {
+        if (!pt_cfg_x86(c) || !cfg_hw_ok(&pt_cfgs[c].c))
+            continue;
+        struct senv v = senv_flush(c, MMP_PT_TRACK_HW, stale_flush);
+        uint64_t n = v.blk / v.g, va = 2 * v.blk, nb = 8;
+        ck_assert_int_eq(mmp_pt_map(v.pt, va, 4 * v.blk, nb * v.blk, RW, 0), 0);
+        ck_assert_int_eq(mmp_pt_track_start(v.pt, va, nb * v.blk, NULL), 0);
+        for (int young = 0; young < 2; young++) /* everything clean and old */
+            free(pass(v.pt, young, va, nb * n, v.g, v.name, "after start"));
+        stale.slot = desc_ptr(v.pt, va + 5 * v.g); /* a page of the first block's table */
+        stale.bit = v.h.dirty_set | v.h.young; /* a write: D and A */
+        stale.va = va;
+        struct mmp_pt_stats a, b;
+        mmp_pt_stats(v.pt, &a);
+        ck_assert_int_eq(mmp_pt_track_stop(v.pt, va, nb * v.blk), 0);
+        mmp_pt_stats(v.pt, &b);
+        ck_assert_msg(!stale.slot, "%s: stop did not flush", v.name);
+        ck_assert_msg(b.flushes - a.flushes == 1, "%s: track_stop made %llu flushes", v.name,
+                      (unsigned long long)(b.flushes - a.flushes));
+        struct mmp_pt_leaf l;
+        ck_assert_int_eq(mmp_pt_lookup(v.pt, va + 5 * v.g, &l), 0);
+        ck_assert_uint_eq(l.size, v.blk); /* folded */
+        both_report_all_but(&v, va, n, ~0ull, "D set in a folded table through a stale walk");
         tenv_free(v.e);
     }
 }
@@ -519,6 +596,8 @@ Suite *mmp_suite_pt_track_state(void)
     MMP_ADD(s, state_stop_hw_keeps);
     MMP_ADD(s, state_stop_sw_folds);
     MMP_ADD(s, state_split_stale_d);
+    MMP_ADD(s, state_start_stale_d);
+    MMP_ADD(s, state_stop_stale_d);
     MMP_ADD(s, state_partial_block_pass);
     MMP_ADD(s, state_count_block_run);
     MMP_ADD(s, state_shared_keeps_or);

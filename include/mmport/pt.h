@@ -415,7 +415,9 @@ struct mmp_pt_ops {
      * caller's mapping and its physical address in *pa; NULL on failure.
      * The memory need not be zeroed. A table whose physical address is not
      * aligned to its size is given back with free_table and the call that
-     * asked for it fails with -EINVAL, changing nothing.
+     * asked for it fails with -EINVAL, changing nothing. mmp_pt_track_stop()
+     * also asks for a few pages of the granule's size as scratch (its list
+     * of folded tables), given back to free_table before it returns.
      */
     void *(*alloc_table)(void *ctx, size_t bytes, uint64_t *pa);
     /** Give back a table page from alloc_table. */

@@ -122,9 +122,12 @@ struct mmp_track_opts {
  * is made clean (D cleared; or write-protected and marked, arm64 DBM
  * leaves write-protected); access flags stay. Holes are skipped; leaves mapped
  * later are tracked only with MMP_PT_TRACK_HW (a later mmp_pt_protect or
- * map of a tracked page ends its tracking in software mode). Works in
- * chunks of opts->chunk bytes, each split, armed and flushed before
- * yield is called.
+ * map of a tracked page ends its tracking in software mode). With a yield
+ * callback it works in chunks of opts->chunk bytes, each split, armed and
+ * flushed before yield is called; without one the whole range is split,
+ * then armed, in one flush window: one tlb_flush call with hardware A/D
+ * on x86 and EPT, two otherwise (a permission change never shares a
+ * flush with a change of page size).
  * Errors: -EINVAL (NULL or uninitialised pt, misaligned va/size or chunk,
  * size 0); -EOVERFLOW; -ERANGE (as mmp_pt_map); -ENOMEM (a split found
  * no table page: the chunks before are done, opts->done says how far);
@@ -159,7 +162,11 @@ MMP_API int mmp_pt_track_harvest(struct mmp_pt *pt, uint64_t va, uint64_t size,
  * hardware-tracked table loses no state: a harvest after stop reports
  * every page written since the last harvest (with its whole block), and
  * test_clear_young every page accessed since the last scan. (A block or
- * run folded back in software mode may come back accessed.)
+ * run folded back in software mode may come back accessed.) The folds
+ * share one flush (software tracking: one more for the permissions); the
+ * tables they replace wait for it, listed in scratch pages it asks
+ * alloc_table for and gives back to free_table at that flush (where none
+ * comes, it flushes sooner).
  * Errors: -EINVAL, -EOVERFLOW, -ERANGE as for mmp_pt_track_harvest() (no bitmap);
  * -ENOMEM is never returned: a fold that finds no memory is left undone.
  */
