@@ -326,16 +326,11 @@ static void release_kept(struct pt *pt, void *va, uint64_t pa)
  */
 static void kl_release(struct pt *pt)
 {
-    uint64_t *prev = NULL, prev_pa = 0;
-    while (pt->klist) { /* oldest first: reverse the chain */
-        uint64_t *l = pt->klist, lpa = pt->klist_pa;
-        pt->klist = (uint64_t *)(uintptr_t)l[0];
-        pt->klist_pa = l[1];
-        l[0] = (uint64_t)(uintptr_t)prev;
-        l[1] = prev_pa;
-        prev = l;
-        prev_pa = lpa;
-    }
+    void *head = pt->klist; /* oldest first: the chain reversed */
+    uint64_t head_pa = pt->klist_pa;
+    pt_list_reverse(&head, &head_pa);
+    pt->klist = NULL;
+    uint64_t *prev = (uint64_t *)head, prev_pa = head_pa;
     const struct mmp_pt_geom *g = &pt->g;
     while (prev) {
         uint64_t *l = prev, lpa = prev_pa;

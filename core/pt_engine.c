@@ -158,20 +158,7 @@ static int reserve(struct pt_op *o, long n)
      * ascending addresses then lays a split or a new range out in address
      * order, which later scans (dirty harvests) read 3x faster than the
      * reverse (measured with bench dirty). */
-    void *prev = NULL;
-    uint64_t prev_pa = 0;
-    while (o->res) {
-        uint64_t *p = (uint64_t *)o->res;
-        uint64_t pa = o->res_pa;
-        o->res = (void *)(uintptr_t)p[0];
-        o->res_pa = p[1];
-        p[0] = (uint64_t)(uintptr_t)prev;
-        p[1] = prev_pa;
-        prev = p;
-        prev_pa = pa;
-    }
-    o->res = prev;
-    o->res_pa = prev_pa;
+    pt_list_reverse(&o->res, &o->res_pa);
     return 0;
 }
 

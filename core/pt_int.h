@@ -304,6 +304,26 @@ static inline void pt_free_page(struct pt *pt, void *va, uint64_t pa)
     pt->ops.free_table(pt->ops.ctx, va, pa, (size_t)1 << pt->g.granule_shift);
 }
 
+/* Reverse a list of pages linked through their words 0 and 1 (the next
+ * page's address and physical address; the head's in *head, *head_pa). */
+static inline void pt_list_reverse(void **head, uint64_t *head_pa)
+{
+    void *prev = NULL;
+    uint64_t prev_pa = 0;
+    while (*head) {
+        uint64_t *p = (uint64_t *)*head;
+        uint64_t pa = *head_pa;
+        *head = (void *)(uintptr_t)p[0];
+        *head_pa = p[1];
+        p[0] = (uint64_t)(uintptr_t)prev;
+        p[1] = prev_pa;
+        prev = p;
+        prev_pa = pa;
+    }
+    *head = prev;
+    *head_pa = prev_pa;
+}
+
 /* A table page unlinked (and flushed) from a table that takes shared
  * calls, which lookups or shared calls may still be reading: to
  * mmp_pt_ops::retire_table, or the built-in epoch scheme. */
