@@ -61,7 +61,11 @@ static bool over_ceiling(const struct pt *pt, uint64_t lo, uint64_t last, unsign
 static void call_flush(const struct pt *pt, struct mmp_pt_stats *st, bool all, uint64_t lo,
                        uint64_t last, unsigned flags)
 {
-    st->flushes++;
+    /* (a table that takes shared calls: a harvest flushes beside them) */
+    if (st == &pt->st && (pt->cfg_flags & MMP_PT_SHARED))
+        AO_fetch_and_add1((volatile AO_t *)(void *)&st->flushes);
+    else
+        st->flushes++;
     if (!pt->ops.tlb_flush)
         return;
     unsigned gl = AO_char_load(&pt->global) ? MMP_FLUSH_GLOBAL : 0;

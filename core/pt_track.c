@@ -118,7 +118,9 @@ static inline __attribute__((always_inline)) bool apply(struct trk *w, unsigned 
     if (__builtin_expect(!rule(w, d, e), 1)) {
         while (!cas(&t[k], e, (e & ~w->clr) | w->set)) {
             e = pt_ld(&t[k]);
-            if ((e & w->chk) != w->val)
+            /* locked: a shared call is changing it and keeps its state,
+             * which a later pass reports */
+            if ((e & w->chk) != w->val || pt_locked(w->op.g, e))
                 return false;
         }
         return true;
@@ -298,6 +300,8 @@ static int trk_span(void *ctx, struct pt_slot *s)
 }
 
 static const struct pt_visitor trk_visitor = {.span = trk_span};
+/* Beside shared calls (MMP_PT_SHARED): entries loaded with acquire. */
+static const struct pt_visitor trk_visitor_sh = {.flags = PT_V_ACQUIRE, .span = trk_span};
 
 static int trk_run(struct trk *w, struct pt *pt, uint64_t va, uint64_t last)
 {
@@ -319,6 +323,8 @@ static int trk_run(struct trk *w, struct pt *pt, uint64_t va, uint64_t last)
     w->neg = !(w->val & fm);
     w->flip = w->neg ? fm : 0;
     w->mm = fm | pt->g.cont_bit;
+    if (pt->cfg_flags & MMP_PT_SHARED)
+        return pt_walk(&trk_visitor_sh, w, pt, pt->g.nlev, 0, pt->root, false, va, last);
     return pt_walk(&trk_visitor, w, pt, pt->g.nlev, 0, pt->root, false, va, last);
 }
 
@@ -381,7 +387,14 @@ static int bitmap_pass(struct mmp_pt *p, uint64_t va, uint64_t size, uint64_t *b
     } else {
         t_harvest(g, &w);
     }
+    /* Beside shared calls, which may unlink tables under the walk: a
+     * section of the built-in epochs (with a retire hook, the caller's). */
+    bool epoch = (pt->cfg_flags & MMP_PT_SHARED) && !pt->ops.retire_table;
+    if (epoch)
+        mmp_host_epoch_enter();
     rc = trk_run(&w, pt, va, last);
+    if (epoch)
+        mmp_host_epoch_leave();
     pass_end(pt);
     if (count)
         *count = w.count;

@@ -466,6 +466,145 @@ START_TEST(shared_drop_race_ept)
 }
 END_TEST
 
+/* ---- harvests beside shared faults ---------------------------------------- */
+
+/*
+ * Two threads make dirty faults on their tracked pages (the guest's first
+ * writes), change their software bits with shared protects (a compare-and-
+ * swap on the very entries a harvest re-arms), and map and unmap pages of
+ * a scratch region whose tables appear and go again, all as shared calls,
+ * while a third harvests the whole area again and again beside them. A
+ * write is never lost: every page is reported by a harvest that ended
+ * after its last write (the final one, once the writers stopped, included).
+ */
+#define HT 2
+#define HPG 1024                 /* tracked pages: 4 MiB */
+#define HSCR (16ull << 20)       /* scratch region after them: 8 tables' worth */
+
+struct hv {
+    struct mmp_pt pt;
+    struct mem mem;
+    volatile AO_t clock, stop, failed, faults, harvests;
+    volatile AO_t wt[HPG];       /* clock after the last write of the page */
+    AO_t rep[HPG];               /* clock after the last harvest reporting it */
+    int sw;                      /* software tracking (no protects then) */
+};
+
+static void *hv_writer(void *arg)
+{
+    struct hv *h = ((struct hv **)arg)[0];
+    unsigned id = (unsigned)(uintptr_t)((void **)arg)[1], seed = 7 + id;
+    struct mmp_pt_call sh = {.flags = MMP_CALL_SHARED};
+    for (long i = 0; !AO_load(&h->stop) && !AO_load(&h->failed); i++) {
+        unsigned p = ((unsigned)rand_r(&seed) % (HPG / HT)) * HT + id;
+        uint64_t va = RBASE + p * PG;
+        int op = rand_r(&seed) % 4, rc;
+        if (op == 0 && !h->sw) {
+            do
+                rc = mmp_pt_protect_call(&h->pt, &sh, va, PG,
+                                         RW | MMP_SW_SET | (rand_r(&seed) & 1 ? MMP_SW(1) : 0));
+            while (rc == -MMP_EAGAIN);
+        } else if (op == 1) {
+            /* one page per thread and table: the tables empty and go often */
+            uint64_t q = RBASE + HPG * PG + (uint64_t)(rand_r(&seed) % 8) * (2ull << 20) + id * PG;
+            struct mmp_pt_leaf l;
+            bool mapped = mmp_pt_lookup(&h->pt, q, &l) == 0; /* only this thread changes q */
+            do
+                rc = mapped ? mmp_pt_unmap_call(&h->pt, &sh, q, PG)
+                            : mmp_pt_map_call(&h->pt, &sh, q, q + OFF, PG, RW, 0);
+            while (rc == -MMP_EAGAIN);
+        } else {
+            do
+                rc = mmp_pt_dirty_fault(&h->pt, va);
+            while (rc == -MMP_EAGAIN);
+            if (rc == 0) {
+                AO_store(&h->wt[p], AO_fetch_and_add1(&h->clock) + 1);
+                AO_fetch_and_add1(&h->faults);
+            }
+        }
+        if (rc) {
+            fprintf(stderr, "writer %u: op %d page %u -> %d\n", id, op, p, rc);
+            AO_store(&h->failed, 1);
+        }
+        if (i % 64 == 63)
+            sched_yield();
+    }
+    return NULL;
+}
+
+static void hv_harvest(struct hv *h)
+{
+    /* (the scratch region too: the walk meets its tables as they go) */
+    static uint64_t bm[(HPG + HSCR / PG) / 64];
+    int rc = mmp_pt_track_harvest(&h->pt, RBASE, HPG * PG + HSCR, bm, NULL);
+    AO_t now = AO_fetch_and_add1(&h->clock) + 1;
+    if (rc) {
+        fprintf(stderr, "harvest -> %d\n", rc);
+        AO_store(&h->failed, 1);
+    }
+    for (unsigned p = 0; p < HPG; p++)
+        if (bm[p / 64] >> (p % 64) & 1)
+            h->rep[p] = now;
+    AO_fetch_and_add1(&h->harvests);
+}
+
+static void harvest_beside_one(const struct mmp_pt_config *cfg, int sw)
+{
+    static struct hv h;
+    memset(&h, 0, sizeof h);
+    h.sw = sw;
+    struct mmp_pt_config c = *cfg;
+    c.flags |= MMP_PT_SHARED | (sw ? 0 : MMP_PT_TRACK_HW) |
+               (c.format == MMP_PT_X86_EPT ? MMP_PT_EPT_AD : 0);
+    struct mmp_pt_ops ops = ops_of(&h.mem);
+    ck_assert_int_eq(mmp_pt_init(&h.pt, &c, &ops), 0);
+    struct mmp_pt_call ex = {.flags = MMP_CALL_EXCLUSIVE};
+    ck_assert_int_eq(mmp_pt_map_call(&h.pt, &ex, RBASE, RBASE + OFF, HPG * PG, RW, MMP_MAP_NO_CONT), 0);
+    ck_assert_int_eq(mmp_pt_track_start(&h.pt, RBASE, HPG * PG, NULL), 0);
+    hv_harvest(&h); /* clean */
+    pthread_t th[HT];
+    void *args[HT][2];
+    for (unsigned t = 0; t < HT; t++) {
+        args[t][0] = &h;
+        args[t][1] = (void *)(uintptr_t)t;
+        ck_assert_int_eq(pthread_create(&th[t], NULL, hv_writer, args[t]), 0);
+    }
+    /* beside the writers (no lock keeps them out) until they made enough
+     * dirty faults: they always progress */
+    AO_t want = mmp_test_slow() ? 3000 : 40000;
+    while (AO_load(&h.faults) < want && !AO_load(&h.failed))
+        hv_harvest(&h);
+    AO_store(&h.stop, 1);
+    for (unsigned t = 0; t < HT; t++)
+        pthread_join(th[t], NULL);
+    ck_assert_msg(!AO_load(&h.failed), "a call failed (stderr)");
+    hv_harvest(&h); /* the writers stopped: the rest */
+    unsigned lost = 0, first = 0;
+    for (unsigned p = 0; p < HPG; p++)
+        if (AO_load(&h.wt[p]) && h.rep[p] <= AO_load(&h.wt[p]) && !lost++)
+            first = p;
+    ck_assert_msg(!lost, "%u pages written and not reported after it (first: page %u)", lost,
+                  first);
+    ck_assert_uint_gt(AO_load(&h.faults), 0);
+    printf("harvest beside shared faults (%s, %s): %lu dirty faults, %lu harvests\n",
+           c.format == MMP_PT_X86_EPT ? "ept" : "arm64-s2-4k", sw ? "software" : "hardware",
+           (unsigned long)h.faults, (unsigned long)h.harvests);
+    mmp_pt_fini(&h.pt);
+    ck_assert_uint_eq(h.mem.allocs, h.mem.frees);
+}
+
+START_TEST(harvest_beside_shared_faults)
+{
+    static const struct mmp_pt_config cfgs[] = {
+        {MMP_PT_X86_EPT, 4096, 48, 0, 0, 0, 0, 0},
+        {MMP_PT_ARM64_S2, 4096, 40, 0, 0, 0, 0, 0},
+    };
+    for (size_t k = 0; k < 2; k++)
+        for (int sw = 0; sw < 2; sw++)
+            harvest_beside_one(&cfgs[k], sw);
+}
+END_TEST
+
 /* ---- shared faults beside exclusive range calls, under a rwlock -------- */
 
 #define NT 3                   /* shared writers */
@@ -690,6 +829,7 @@ Suite *mmp_suite_pt_call(void)
     MMP_ADD(s, call_pages_bound_holds);
     MMP_ADD(s, shared_drop_race_arm64_s2);
     MMP_ADD(s, shared_drop_race_ept);
+    MMP_ADD(s, harvest_beside_shared_faults);
     MMP_ADD(s, mixed_writers_arm64_s2);
     MMP_ADD(s, mixed_writers_ept);
     return s;

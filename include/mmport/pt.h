@@ -182,8 +182,10 @@ enum mmp_pt_config_flag {
      * threads (the second-stage fault path of a VM with many vCPUs, as
      * KVM's shared walks under the read side of its mmu_lock); an
      * exclusive call (MMP_CALL_EXCLUSIVE) is any operation over any
-     * range, lazy sections and tracking passes included, while no other
-     * writer runs (under the write side). The caller keeps them apart:
+     * range, lazy sections and track start / stop included, while no
+     * other writer runs (under the write side); harvests and young scans
+     * may run on either side (include/mmport/track.h). The caller keeps
+     * them apart:
      * no exclusive call while a shared call is running (the library does
      * not detect it). Without a struct mmp_pt_call (mmp_pt_map() and the
      * other plain calls) a call on such a table is a shared call.

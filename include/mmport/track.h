@@ -146,6 +146,14 @@ MMP_API int mmp_pt_track_start(struct mmp_pt *pt, uint64_t va, uint64_t size,
  * block's or run's other pages (a block or run the range cuts: by each
  * harvest until one covers it whole). *count (if not NULL) gets the number of
  * bits set.
+ * On a MMP_PT_SHARED table a harvest may run beside shared calls and
+ * dirty faults (the read side of the caller's lock; with a retire_table
+ * hook, inside the caller's read-side section as for lookups), as well as
+ * alone: a write that races it - a dirty fault, or the MMU through a TLB
+ * entry - is reported by this harvest or by the next one, never lost (a
+ * leaf a shared call holds locked is left for the next pass: the call
+ * keeps its state). mmp_pt_track_start() and mmp_pt_track_stop() are
+ * exclusive calls.
  * Errors: -EINVAL (NULL pt or bitmap, misaligned, size 0); -EOVERFLOW;
  * -ERANGE.
  */
@@ -182,6 +190,7 @@ MMP_API int mmp_pt_track_stop(struct mmp_pt *pt, uint64_t va, uint64_t size);
  * MMU sets the flags again on access; without it on arm64 an access to a
  * cleared page takes an Access flag fault, which the caller passes to
  * mmp_pt_young_fault() (x86 MMUs always set A).
+ * Like a harvest, it may run beside shared calls on a MMP_PT_SHARED table.
  * Errors: -EINVAL (NULL pt or bitmap, misaligned, size 0); -EOVERFLOW;
  * -ERANGE; -ENOTSUP (EPT without MMP_PT_EPT_AD has no access flag).
  */
