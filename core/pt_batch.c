@@ -271,11 +271,13 @@ void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
     pt->dfree_pa = pa;
 }
 
-bool mmp_core_pt_keep_state(struct pt *pt, void *va, uint64_t pa, uint64_t *slot, unsigned d)
+bool mmp_core_pt_keep_state(struct pt *pt, void *va, uint64_t pa, uint64_t *slot, unsigned d,
+                            unsigned st)
 {
     if (!pt->keep_more || !pt_may_free(pt, va))
         return false;
-    return kl_add(pt, va, pa, (uint64_t)(uintptr_t)slot | d);
+    /* (st in the address's low bits: a page is aligned to the granule) */
+    return kl_add(pt, va, pa | st, (uint64_t)(uintptr_t)slot | d);
 }
 
 void mmp_core_pt_defer_keep(struct pt *pt, void *va, uint64_t pa)
@@ -341,12 +343,14 @@ static void kl_release(struct pt *pt)
         for (uint64_t k = 0; k < l[2]; k++) {
             const uint64_t *x = &l[KL_HDR + KL_W * k];
             uint64_t *c = (uint64_t *)(uintptr_t)x[0];
-            if (x[2]) {
-                unsigned d = (unsigned)(x[2] & 7);
+            uint64_t gm = ((uint64_t)1 << g->granule_shift) - 1;
+            if (x[2]) { /* what the block did not get at its fold */
+                unsigned d = (unsigned)(x[2] & 7), st = (unsigned)(x[1] & gm);
                 uint64_t *slot = (uint64_t *)(uintptr_t)(x[2] & ~7ull);
-                pt_st_give_live(g, d, slot, pt_st_or(g, c, 0, (unsigned)pt_nent(g, d + 1) - 1));
+                pt_st_give_live(g, d, slot,
+                                pt_st_or(g, c, 0, (unsigned)pt_nent(g, d + 1) - 1) & ~st);
             }
-            release_kept(pt, c, x[1]);
+            release_kept(pt, c, x[1] & ~gm);
         }
         prev = (uint64_t *)(uintptr_t)l[0];
         prev_pa = l[1];

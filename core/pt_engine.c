@@ -800,7 +800,7 @@ static void try_collapse(struct pt_op *o, struct pt_slot *s)
         mmp_core_pt_defer_free(o->pt, c, pt_tbl_oa(g, s->e));
     } else if (!priv && g->trk_hw) {
         /* (a section of many folds completes the block at its flush) */
-        if (!mmp_core_pt_keep_state(o->pt, c, pt_tbl_oa(g, s->e), &t[i], d)) {
+        if (!mmp_core_pt_keep_state(o->pt, c, pt_tbl_oa(g, s->e), &t[i], d, st)) {
             mmp_core_pt_flush_now(o->pt, base, base + sz - 1, 0);
             pt_st_give_live(g, d, &t[i], pt_st_or(g, c, 0, n - 1) & ~st);
             mmp_core_pt_defer_keep(o->pt, c, pt_tbl_oa(g, s->e));

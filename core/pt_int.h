@@ -342,10 +342,12 @@ static inline void pt_defer_page(void *arg, void *va, uint64_t pa)
 void mmp_core_pt_defer_keep(struct pt *pt, void *va, uint64_t pa);
 /* The same for the table a fold at depth d replaced by the block at slot,
  * in a table the MMU records state in: after the flush the block gets
- * what the MMU recorded in the table until then. Only in a section that
- * keeps more (keep_more) and while scratch pages come: false, nothing
- * done, otherwise (the caller flushes now instead). */
-bool mmp_core_pt_keep_state(struct pt *pt, void *va, uint64_t pa, uint64_t *slot, unsigned d);
+ * what the MMU recorded in the table until then, beyond st (the state it
+ * got at the fold). Only in a section that keeps more (keep_more) and
+ * while scratch pages come: false, nothing done, otherwise (the caller
+ * flushes now instead). */
+bool mmp_core_pt_keep_state(struct pt *pt, void *va, uint64_t pa, uint64_t *slot, unsigned d,
+                            unsigned st);
 /* End of one map/unmap/protect call: one barrier, one coalesced flush and
  * the deferred frees, unless a lazy section defers them. */
 void mmp_core_pt_call_end(struct pt *pt);
