@@ -72,6 +72,98 @@ struct pt_op {
  * the table's pages (x86 with MMP_PT_TRACK_HW; nothing elsewhere). */
 void mmp_core_pt_stale_d(struct pt *pt, uint64_t va, uint64_t last);
 
+/* ---- helpers of the engine and the shared protocol ---------------------- */
+
+static inline uint64_t slot_size(const struct mmp_pt_geom *g, unsigned d)
+{
+    return (uint64_t)1 << g->shift[d];
+}
+
+static inline bool leaf_fits(const struct pt_op *o, unsigned d)
+{
+    const struct mmp_pt_geom *g = o->g;
+    if (!g->leaf_ok[d])
+        return false;
+    if (d + 1 < g->nlev && (o->flags & OPF_NOBLOCK))
+        return false;
+    return (o->delta & (slot_size(g, d) - 1)) == 0;
+}
+
+/* Contiguous-run length this map may use at depth d (1 = none). */
+static inline unsigned run_len(const struct pt_op *o, unsigned d)
+{
+    const struct mmp_pt_geom *g = o->g;
+    if (!g->cont[d] || (o->flags & OPF_NOCONT))
+        return 1;
+    if (o->delta & ((slot_size(g, d) << g->cont[d]) - 1))
+        return 1;
+    return 1u << g->cont[d];
+}
+
+/* e is a valid, non-contiguous leaf at depth d mapping pa with tm. */
+static inline bool leaf_is(const struct mmp_pt_geom *g, unsigned d, uint64_t e, uint64_t pa,
+                           uint64_t tm)
+{
+    uint64_t m = ~g->oa_mask[d] & ~g->ign_mask;
+    return pt_kind(g, d, e) == PT_LEAF && !(e & g->cont_bit) && pt_oa(g, d, e) == pa &&
+           (e & m) == (tm & m);
+}
+
+/* Entries [k0, k1] are valid, non-contiguous leaves mapping pa0.. with tm. */
+static inline bool run_matches(const struct pt_op *o, unsigned d, const uint64_t *t, unsigned k0,
+                        unsigned k1, uint64_t pa0, uint64_t tm)
+{
+    uint64_t sz = slot_size(o->g, d);
+    for (unsigned k = k0; k <= k1; k++, pa0 += sz)
+        if (!leaf_is(o->g, d, pt_ld(&t[k]), pa0, tm))
+            return false;
+    return true;
+}
+
+/* The leaf e at depth d (slot base va_base) already translates as this map
+ * asks (bits the hardware changes and the contiguous bit aside): a replace
+ * has nothing to change under it. */
+static inline bool leaf_same(const struct pt_op *o, unsigned d, uint64_t e, uint64_t va_base)
+{
+    const struct mmp_pt_geom *g = o->g;
+    uint64_t m = ~g->oa_mask[d] & ~g->ign_mask & ~g->cont_bit;
+    return g->leaf_ok[d] && pt_kind(g, d, e) == PT_LEAF && pt_oa(g, d, e) == va_base + o->delta &&
+           (e & m) == (o->tmpl[d] & m);
+}
+
+static inline bool pt_needs_bbm(const struct mmp_pt_geom *g, unsigned d, uint64_t old,
+                                uint64_t nw, unsigned chg)
+{
+    return g->fmt->needs_bbm(g, d, old, nw, chg);
+}
+
+/* What a walk left in pt_slot::tag for a slot's post visit. */
+enum { T_NONE, T_TABLE, T_NEW, T_SPLIT };
+
+/* The engine's primitives the shared protocol (core/pt_shared.c) uses:
+ * the reserve (mmp_core_pt_reserve takes n pages, all or none), the new
+ * and split tables a walk builds privately (a shared call's split is
+ * always a private table, published by its one compare-and-swap), the
+ * link of a table. */
+struct pt_slot;
+int mmp_core_pt_reserve(struct pt_op *o, long n);
+void mmp_core_pt_unreserve(struct pt_op *o);
+void mmp_core_pt_res_push(struct pt_op *o, uint64_t *p, uint64_t pa);
+int mmp_core_pt_split_private(struct pt_op *o, struct pt_slot *s);
+int mmp_core_pt_new_begin(struct pt_op *o, struct pt_slot *s);
+void mmp_core_pt_link_table(struct pt_op *o, uint64_t *t, unsigned i, uint64_t pa, bool priv);
+/* The other way: the shared half of the break-before-make primitive
+ * (core/pt_shared.c), which the engine's break_slots() calls. */
+bool mmp_core_pt_sh_break(struct pt_op *o, uint64_t lo, uint64_t last, bool needed, unsigned fflags);
+
+/* The paging depths the engine is instantiated for (and a generic one). */
+#define PT_DEPTHS(X) X(2) X(3) X(4) X(5)
+
+/* The shared protocol's instances (core/pt_shared.c). */
+#define PT_SH_DECL(n) int mmp_core_pt_run_sh_##n(struct pt_op *o, uint64_t va, uint64_t last);
+PT_DEPTHS(PT_SH_DECL)
+int mmp_core_pt_run_sh_generic(struct pt_op *o, uint64_t va, uint64_t last);
+
 /* The engine instance of a table (core/pt_engine.c): prepare, reserve,
  * commit. 0 or a negative MMP_E* (nothing changed then). */
 int mmp_core_pt_run(struct pt_op *o, uint64_t va, uint64_t last);

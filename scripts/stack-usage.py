@@ -40,7 +40,12 @@ def name(t):
     return t.split(':')[-1]
 
 
-engines = [t for t in size if re.fullmatch(r'pt_run_(\d|generic)', name(t))]
+engines = [t for t in size if re.fullmatch(r'(mmp_core_)?pt_run_(sh_)?(\d|generic)', name(t))]
+
+
+def is_sh(n):
+    """A shared-call instance (core/pt_shared.c)."""
+    return re.match(r'(mmp_core_)?pt_run_sh_', n) is not None
 hooks = [t for t in size if re.search(r'arch/[^/]+/pt_[^/]+\.c$', fileof.get(t, ''))]
 
 
@@ -68,18 +73,18 @@ def callees(t, shared, path):
                 out += [x for x in size if name(x) in TABLE_FNS]
             elif name(t) == 'mmp_core_pt_run' or (fileof.get(t, '').endswith('core/pt_update.c')
                                                  and name(t) != 'op_init'):  # pt->run
-                out += [e for e in engines if name(e).startswith('pt_run_sh_') == shared]
+                out += [e for e in engines if is_sh(name(e)) == shared]
             elif not fileof.get(t, '').endswith('core/pt_batch.c') and name(t) not in TABLE_FNS:
                 out += hooks  # (pt_batch.c and the table callbacks call the caller's hooks)
         elif c in size:
             out.append(c)
         # else: outside what was compiled (libc's memset, the caller's hooks)
     # The two modes of a table (MMP_PT_SHARED or not) never mix in a call:
-    # pt_run_N jumps to pt_run_sh_N (a tail call, no frame of its own left),
+    # pt_run_N jumps to mmp_core_pt_run_sh_N (a tail call, no frame of its own left),
     # and a shared call's break never unlinks a subtree (sh_break returns
     # first; unlinked tables are retired at the end instead).
     if re.fullmatch(r'pt_run_(\d|generic)', name(t)):
-        out = [c for c in out if not name(c).startswith('pt_run_sh_')]
+        out = [c for c in out if not is_sh(name(c))]
     # size_break (a change of size or contiguity) unlinks a table only for
     # try_collapse (a table folded into a block); its other callers' slots,
     # the map_leaves fold among them, are leaves.
@@ -114,7 +119,7 @@ print('deepest chain per public call (upper bound), exclusive / MMP_PT_SHARED ta
 for t in sorted(x for x in size if re.match(r'mmp_(pt|lazy)_', x)):
     for shared in (False, True):
         d, chain = deepest(t, shared)
-        if shared and not any(name(c).startswith('pt_run_sh_') for c in chain):
+        if shared and not any(is_sh(name(c)) for c in chain):
             continue  # the same in both modes
         print('  %5d  %s%s: %s' % (d, t, ' (shared)' if shared else '',
                                    ' > '.join('%s %d' % (name(c), size[c]) for c in chain)))
