@@ -203,15 +203,6 @@ static uint64_t kl_cap(const struct pt *pt)
     return (((uint64_t)1 << pt->g.granule_shift) / 8 - KL_HDR) / KL_W;
 }
 
-static bool kl_has(const struct pt *pt, const void *va)
-{
-    for (const uint64_t *l = pt->klist; l; l = (const uint64_t *)(uintptr_t)l[0])
-        for (uint64_t k = 0; k < l[2]; k++)
-            if ((const void *)(uintptr_t)l[KL_HDR + KL_W * k] == va)
-                return true;
-    return false;
-}
-
 static bool kl_add(struct pt *pt, void *va, uint64_t pa, uint64_t slot)
 {
     uint64_t *l = pt->klist;
@@ -244,7 +235,7 @@ static bool pt_may_free(const struct pt *pt, const void *va)
     for (unsigned i = 0; i < pt->nkept; i++)
         if (pt->kept[i].va == va)
             return false;
-    return !pt->klist || !kl_has(pt, va);
+    return true; /* (the scratch list is checked at the flush: kl_mark) */
 }
 
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa)
@@ -325,35 +316,57 @@ static void release_kept(struct pt *pt, void *va, uint64_t pa)
 }
 
 /*
- * After the flush: every page of the scratch list, oldest first (a fold of
- * a table whose own block then folded is completed before the table it is
- * in). An entry with a slot gives the block the state the MMU recorded in
- * the kept table until the flush, then goes like any kept page.
+ * After the flush, before anything is freed: every page of the scratch
+ * list, oldest first (a fold of a table whose own block then folded is
+ * completed before the table it is in). An entry with a slot gives the
+ * block the state the MMU recorded in the kept table until the flush;
+ * then the page is marked. A page found marked already is one a corrupted
+ * table linked twice (kept twice, or also queued for free_table): it is
+ * dropped from the list, so no page is freed twice. (No search at each
+ * insertion: a long stop keeps thousands.)
  */
-static void kl_release(struct pt *pt)
+static void kl_mark(struct pt *pt)
 {
     void *head = pt->klist; /* oldest first: the chain reversed */
     uint64_t head_pa = pt->klist_pa;
     pt_list_reverse(&head, &head_pa);
-    pt->klist = NULL;
-    uint64_t *prev = (uint64_t *)head, prev_pa = head_pa;
+    pt->klist = (uint64_t *)head;
+    pt->klist_pa = head_pa;
     const struct mmp_pt_geom *g = &pt->g;
-    while (prev) {
-        uint64_t *l = prev, lpa = prev_pa;
+    uint64_t gm = ((uint64_t)1 << g->granule_shift) - 1;
+    for (uint64_t *l = pt->klist; l; l = (uint64_t *)(uintptr_t)l[0])
         for (uint64_t k = 0; k < l[2]; k++) {
-            const uint64_t *x = &l[KL_HDR + KL_W * k];
-            uint64_t *c = (uint64_t *)(uintptr_t)x[0];
-            uint64_t gm = ((uint64_t)1 << g->granule_shift) - 1;
+            uint64_t *x = &l[KL_HDR + KL_W * k], *c = (uint64_t *)(uintptr_t)x[0];
+            if (pt_ld(&c[2]) == PT_DFREE_MARK) {
+                x[0] = 0;
+                continue;
+            }
             if (x[2]) { /* what the block did not get at its fold */
                 unsigned d = (unsigned)(x[2] & 7), st = (unsigned)(x[1] & gm);
                 uint64_t *slot = (uint64_t *)(uintptr_t)(x[2] & ~7ull);
                 pt_st_give_live(g, d, slot,
                                 pt_st_or(g, c, 0, (unsigned)pt_nent(g, d + 1) - 1) & ~st);
             }
-            release_kept(pt, c, x[1] & ~gm);
+            pt_note_freed(pt, x[1] & ~gm);
+            pt_st(&c[2], PT_DFREE_MARK);
         }
-        prev = (uint64_t *)(uintptr_t)l[0];
-        prev_pa = l[1];
+}
+
+/* Then each page (marked) goes, and the list's own pages with them. */
+static void kl_release(struct pt *pt)
+{
+    uint64_t gm = ((uint64_t)1 << pt->g.granule_shift) - 1;
+    while (pt->klist) {
+        uint64_t *l = pt->klist, lpa = pt->klist_pa;
+        for (uint64_t k = 0; k < l[2]; k++) {
+            const uint64_t *x = &l[KL_HDR + KL_W * k];
+            if (x[0]) {
+                release_page(pt, (void *)(uintptr_t)x[0], x[1] & ~gm);
+                pt_pages_add(&pt->st.table_pages, -1);
+            }
+        }
+        pt->klist = (uint64_t *)(uintptr_t)l[0];
+        pt->klist_pa = l[1];
         pt->ops.free_table(pt->ops.ctx, l, lpa, (size_t)1 << pt->g.granule_shift);
     }
 }
@@ -371,6 +384,7 @@ void mmp_core_pt_sync(struct pt *pt)
                        hint_unpack(pt->rhint[i]));
     pt->flush_all = 0;
     pt->nranges = 0;
+    kl_mark(pt); /* (before the queued pages are freed: it reads its pages) */
     /* No page is queued twice; the bound (the pages the table owns) is
      * for a list a corrupted page could still bend. */
     for (uint64_t n = pt->st.table_pages; pt->dfree; n--) {

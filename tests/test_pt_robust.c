@@ -277,6 +277,30 @@ START_TEST(alias_freed_once)
 }
 END_TEST
 
+/* A page table linked from two PDEs when mmp_pt_track_stop folds every
+ * block back in one flush window, its replaced tables listed until the
+ * flush: the table is listed twice (the fifth fold and the sixth) and
+ * given back once. */
+START_TEST(alias_folded_once)
+{
+    static const struct mmp_pt_config c = {MMP_PT_X86_64, 4096, 48, 0, 0, 0, 0, 2u << 20};
+    struct renv *e = renv_new(&c);
+    uint64_t va = G1, n = 8;
+    ck_assert_int_eq(mmp_pt_map(&e->pt, va, 0x80000000, n * M2, RW, 0), 0);
+    ck_assert_int_eq(mmp_pt_track_start(&e->pt, va, n * M2, NULL), 0);
+    uint64_t *pde4 = slot_at(e, 4, X86_A, va + 4 * M2, 2), *pde5 = slot_at(e, 4, X86_A, va + 5 * M2, 2);
+    void *b = (void *)(uintptr_t)(*pde5 & X86_A);
+    *pde5 = *pde4; /* the sixth block's page table is now unreachable */
+    ck_assert_int_eq(mmp_pt_track_stop(&e->pt, va, n * M2), 0);
+    ck_assert_int_eq(e->double_frees, 0);
+    r_free(e, b, (uint64_t)(uintptr_t)b, G4K); /* the one the corruption lost */
+    struct mmp_pt_leaf l;
+    ck_assert_int_eq(mmp_pt_lookup(&e->pt, va + 4 * M2, &l), 0);
+    ck_assert_uint_eq(l.size, M2);
+    renv_free(e);
+}
+END_TEST
+
 /*
  * Pages the table gave back are marked: a corrupted entry that links one
  * later (a stray write; the memory unchanged) makes reads and updates
@@ -489,6 +513,7 @@ Suite *mmp_suite_pt_robust(void)
     MMP_ADD(s, ept_misconfig_is_eio);
     MMP_ADD(s, cycle_is_eio);
     MMP_ADD(s, alias_freed_once);
+    MMP_ADD(s, alias_folded_once);
     MMP_ADD(s, freed_pages_stay_refused);
     MMP_ADD(s, lazy_depth_limit);
     MMP_ADD(s, init_over_live_is_ebusy);
