@@ -447,7 +447,7 @@ static int arm_split(struct pt *pt, uint64_t lo, uint64_t hi)
 
 /* Arm [lo, hi] (a function of its own: its frame and the split's are not
  * on the stack at once). */
-static __attribute__((noinline)) int arm(struct pt *pt, uint64_t lo, uint64_t hi)
+static __attribute__((noinline)) int arm_only(struct pt *pt, uint64_t lo, uint64_t hi)
 {
     const struct mmp_pt_geom *g = &pt->g;
     struct trk w;
@@ -457,7 +457,12 @@ static __attribute__((noinline)) int arm(struct pt *pt, uint64_t lo, uint64_t hi
     } else {
         t_protect(g, &w, g->trk_w, g->trk_w_on, g->trk_m);
     }
-    int rc = trk_run(&w, pt, lo, hi);
+    return trk_run(&w, pt, lo, hi);
+}
+
+static int arm(struct pt *pt, uint64_t lo, uint64_t hi)
+{
+    int rc = arm_only(pt, lo, hi);
     /* flushed before start returns, lazy section or not: a write through a
      * TLB entry still writable (or caching D = 1) after it would be lost */
     pass_end(pt);
@@ -478,8 +483,10 @@ int mmp_pt_track_start(struct mmp_pt *p, uint64_t va, uint64_t size,
         return mmp_core_pt_fail(pt, -MMP_EINVAL, MMP_PT_RULE_TRACK_CHUNK, chunk, 0, gm + 1);
     uint64_t done = 0;
     /* Without a yield callback nothing needs a chunk flushed before the
-     * next one: every chunk is split, then the whole range armed (one
-     * flush, or two: arm_split). With one, each chunk is before it runs. */
+     * next one: one flush window for the whole range (two where the arm
+     * changes permissions: arm_split); with hardware A/D each chunk is
+     * armed right after its split. With a yield callback each chunk is
+     * flushed before it runs. */
     bool one_window = !(opts && opts->yield);
     if (one_window)
         pt->lazy_depth++; /* the splits' flushes wait for the arm's */
@@ -488,6 +495,8 @@ int mmp_pt_track_start(struct mmp_pt *p, uint64_t va, uint64_t size,
         rc = split(pt, lo, hi);
         if (rc == 0 && !one_window)
             rc = arm_split(pt, lo, hi);
+        else if (rc == 0 && pt->g.trk_d) /* (while the chunk's tables are in the cache) */
+            rc = arm_only(pt, lo, hi);
         if (rc) {
             mmp_core_pt_fail_op(pt, rc, lo, hi);
             break;
@@ -503,8 +512,12 @@ int mmp_pt_track_start(struct mmp_pt *p, uint64_t va, uint64_t size,
     }
     if (one_window) {
         pt->lazy_depth--;
-        if (done) /* what was split is armed (after -ENOMEM: the prefix) */
+        if (done && pt->g.trk_d) { /* armed already: the one flush, then D */
+            pass_end(pt);
+            mmp_core_pt_stale_d(pt, va, va + done - 1);
+        } else if (done) { /* what was split is armed (after -ENOMEM: the prefix) */
             (void)arm_split(pt, va, va + done - 1);
+        }
     }
     if (opts && opts->done)
         *opts->done = done;

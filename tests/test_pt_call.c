@@ -485,7 +485,7 @@ struct hv {
     struct mmp_pt pt;
     struct mem mem;
     volatile AO_t clock, stop, failed, faults, harvests;
-    volatile AO_t wt[HPG];       /* clock after the last write of the page */
+    volatile AO_t wt[HPG];       /* clock before the last write of the page */
     AO_t rep[HPG];               /* clock after the last harvest reporting it */
     int sw;                      /* software tracking (no protects then) */
 };
@@ -514,11 +514,14 @@ static void *hv_writer(void *arg)
                             : mmp_pt_map_call(&h->pt, &sh, q, q + OFF, PG, RW, 0);
             while (rc == -MMP_EAGAIN);
         } else {
+            /* the write's time: before the fault (a harvest running beside
+             * may take its D before the fault returns) */
+            AO_t ts = AO_fetch_and_add1(&h->clock) + 1;
             do
                 rc = mmp_pt_dirty_fault(&h->pt, va);
             while (rc == -MMP_EAGAIN);
             if (rc == 0) {
-                AO_store(&h->wt[p], AO_fetch_and_add1(&h->clock) + 1);
+                AO_store(&h->wt[p], ts);
                 AO_fetch_and_add1(&h->faults);
             }
         }
