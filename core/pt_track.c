@@ -120,7 +120,8 @@ static inline __attribute__((always_inline)) bool apply(struct trk *w, unsigned 
             e = pt_ld(&t[k]);
             /* locked: a shared call is changing it and keeps its state,
              * which a later pass reports */
-            if ((e & w->chk) != w->val || pt_locked(w->op.g, e))
+            if ((e & w->chk) != w->val || pt_locked(w->op.g, e) ||
+                pt_kind(w->op.g, d, e) != PT_LEAF)
                 return false;
         }
         return true;
@@ -693,20 +694,24 @@ int mmp_pt_track_stop(struct mmp_pt *p, uint64_t va, uint64_t size)
 /* ---- from fault handlers ------------------------------------------------ */
 
 /* The fault's change of the leaf at va; -EAGAIN where a shared call of a
- * MMP_PT_SHARED table holds an entry on the way locked. */
-static int fault_leaf(const struct pt *pt, uint64_t va, bool write)
+ * MMP_PT_SHARED table holds an entry on the way locked. FAULT_RETRY: the
+ * leaf found changed shape under the fault (a block split into a table, a
+ * run unmade): the walk starts again. */
+#define FAULT_RETRY 1
+static int fault_once(const struct pt *pt, uint64_t va, bool write)
 {
     const struct mmp_pt_geom *g = &pt->g;
     struct find f = find(pt, va);
     if (!f.t)
         return -MMP_ENOENT;
-    uint64_t e = pt_ld(&f.t[f.i]);
+    uint64_t e = pt_ld(&f.t[f.i]), cb = e & g->cont_bit;
     if (pt_locked(g, e))
         return -MMP_EAGAIN;
-    if (pt_kind(g, f.d, e) != PT_LEAF)
-        return -MMP_ENOENT;
+    int kind = pt_kind(g, f.d, e);
+    if (kind != PT_LEAF) /* a table: the walk read a block since split */
+        return kind == PT_TABLE ? FAULT_RETRY : -MMP_ENOENT;
     unsigned lo = f.i, hi = f.i;
-    if (e & g->cont_bit) {
+    if (cb) {
         unsigned R = 1u << g->cont[f.d];
         lo = f.i & ~(R - 1);
         hi = lo + R - 1;
@@ -718,6 +723,8 @@ static int fault_leaf(const struct pt *pt, uint64_t va, bool write)
              * swap fails on them and starts again) */
             if (pt_locked(g, x))
                 return -MMP_EAGAIN;
+            if (pt_kind(g, f.d, x) != PT_LEAF || (x & g->cont_bit) != cb)
+                return FAULT_RETRY;
             if (write) {
                 bool wr = (x & g->trk_w) == g->trk_w_on;
                 if (g->trk_d && wr)
@@ -733,6 +740,17 @@ static int fault_leaf(const struct pt *pt, uint64_t va, bool write)
         }
     }
     return 0;
+}
+
+/* A few walks where the tree keeps changing shape, then -EAGAIN. */
+static int fault_leaf(const struct pt *pt, uint64_t va, bool write)
+{
+    for (int tries = 0; tries < 8; tries++) {
+        int rc = fault_once(pt, va, write);
+        if (rc != FAULT_RETRY)
+            return rc;
+    }
+    return -MMP_EAGAIN;
 }
 
 static int fault(struct mmp_pt *p, uint64_t va, bool write)

@@ -73,7 +73,7 @@ run_step() {
         # The suites with threads (concurrent walkers, parallel clearing,
         # readers beside splits, tracking, shared-mode writers).
         if [ -z "$native_runner" ] && build tsan build-tsan; then
-            for s in concurrency clear clear_shutdown pt_outage pt_track_mt pt_shared pt_fault pt_call; do
+            for s in concurrency clear clear_shutdown pt_outage pt_track_mt pt_shared pt_fault pt_call pt_call_mt; do
                 CK_RUN_SUITE=$s TSAN_OPTIONS=halt_on_error=1 \
                     suite tsan-$s build/$ARCH-tsan/tests/mmport-test
             done
