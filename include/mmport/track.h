@@ -212,8 +212,10 @@ MMP_API int mmp_pt_test_clear_young(struct mmp_pt *pt, uint64_t va, uint64_t siz
  * table has a retire_table hook, as lookups).
  * Errors: -ENOENT (nothing mapped at va); -EACCES (the leaf is read-only
  * and not tracked: a real permission fault); -EAGAIN (MMP_PT_SHARED
- * table: a shared call is changing the leaf or an entry on the way;
- * nothing changed but access and dirty state, fault again); -EINVAL
+ * table: a shared call is changing the leaf or an entry on the way, or
+ * kept changing the leaf's shape - a block split, a run unmade - under
+ * the call's walks; nothing changed but access and dirty state, fault
+ * again); -EINVAL
  * (NULL pt); -ERANGE (va out of range).
  */
 MMP_API int mmp_pt_dirty_fault(struct mmp_pt *pt, uint64_t va);
