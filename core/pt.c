@@ -142,17 +142,11 @@ struct walk_ctx {
     uint64_t resume;
 };
 
-/* Shared tables with the built-in epoch scheme: readers bracket their walk. */
-static bool builtin_epoch(const struct pt *pt)
-{
-    return (pt->cfg_flags & MMP_PT_SHARED) && !pt->ops.retire_table;
-}
-
 int mmp_pt_reclaim(struct mmp_pt *p)
 {
     if (!pt_live(p))
         return -MMP_EINVAL;
-    if (builtin_epoch(pt_of(p)))
+    if (pt_builtin_epoch(pt_of(p)))
         mmp_host_epoch_drain();
     return 0;
 }
@@ -208,16 +202,13 @@ static const struct pt_visitor read_visitor = {.flags = PT_V_ACQUIRE | PT_V_CHEC
 static int read_walk(struct walk_ctx *w, uint64_t va, uint64_t last)
 {
     const struct pt *pt = w->pt;
-    bool ep = builtin_epoch(pt);
     int rc;
     w->shared = (pt->cfg_flags & MMP_PT_SHARED) != 0;
     do {
         w->retry = false;
-        if (ep)
-            mmp_host_epoch_enter();
+        bool ep = pt_reader_enter(pt);
         rc = pt_walk(&read_visitor, w, pt, pt->g.nlev, 0, pt->root, false, va, last);
-        if (ep)
-            mmp_host_epoch_leave();
+        pt_reader_leave(ep);
         va = w->resume;
     } while (w->retry);
     return rc;

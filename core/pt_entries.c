@@ -87,12 +87,9 @@ int mmp_pt_walk_entries(const struct mmp_pt *p, uint64_t va, uint64_t size, mmp_
         return rc;
     const struct pt *pt = cpt_of(p);
     struct ent_ctx c = {.pt = pt, .fn = fn, .arg = arg};
-    bool epoch = (pt->cfg_flags & MMP_PT_SHARED) && !pt->ops.retire_table;
-    if (epoch)
-        mmp_host_epoch_enter();
+    bool epoch = pt_reader_enter(pt);
     rc = pt_walk(&ent_visitor, &c, pt, pt->g.nlev, 0, pt->root, false, va, last);
-    if (epoch)
-        mmp_host_epoch_leave();
+    pt_reader_leave(epoch);
     if (rc == STOPPED)
         return c.rc;
     return rc < 0 ? mmp_core_pt_fail_op(pt, rc, va, last) : rc;

@@ -328,6 +328,28 @@ static inline void pt_list_reverse(void **head, uint64_t *head_pa)
  * calls, which lookups or shared calls may still be reading: to
  * mmp_pt_ops::retire_table, or the built-in epoch scheme. */
 void mmp_core_pt_retire(const struct pt *pt, void *va, uint64_t pa);
+/* Whether retired pages go to the built-in epoch scheme (a table that
+ * takes shared calls, without a retire_table hook). */
+static inline bool pt_builtin_epoch(const struct pt *pt)
+{
+    return (pt->cfg_flags & MMP_PT_SHARED) && !pt->ops.retire_table;
+}
+/* A reader beside shared calls (lookup, walk, harvest, fault), which may
+ * unlink the tables it reads: with the built-in epochs, a section of them
+ * around its walk (with a retire hook, the caller's read-side section
+ * does this). pt_reader_leave() takes what pt_reader_enter() returned. */
+static inline bool pt_reader_enter(const struct pt *pt)
+{
+    bool ep = pt_builtin_epoch(pt);
+    if (ep)
+        mmp_host_epoch_enter();
+    return ep;
+}
+static inline void pt_reader_leave(bool ep)
+{
+    if (ep)
+        mmp_host_epoch_leave();
+}
 /* A table page unlinked from the tree: freed after the covering flush
  * (once, however often a corrupted table links it; never the root). */
 void mmp_core_pt_defer_free(struct pt *pt, void *va, uint64_t pa);

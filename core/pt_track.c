@@ -388,14 +388,9 @@ static int bitmap_pass(struct mmp_pt *p, uint64_t va, uint64_t size, uint64_t *b
     } else {
         t_harvest(g, &w);
     }
-    /* Beside shared calls, which may unlink tables under the walk: a
-     * section of the built-in epochs (with a retire hook, the caller's). */
-    bool epoch = (pt->cfg_flags & MMP_PT_SHARED) && !pt->ops.retire_table;
-    if (epoch)
-        mmp_host_epoch_enter();
+    bool epoch = pt_reader_enter(pt); /* beside shared calls */
     rc = trk_run(&w, pt, va, last);
-    if (epoch)
-        mmp_host_epoch_leave();
+    pt_reader_leave(epoch);
     pass_end(pt);
     if (count)
         *count = w.count;
@@ -765,15 +760,9 @@ static int fault(struct mmp_pt *p, uint64_t va, bool write)
         return rc;
     if (!write && !g->trk_a)
         return mmp_core_pt_fail(pt, -MMP_ENOTSUP, MMP_PT_RULE_TRACK_MODE, 0, 0, 0);
-    /* Beside shared calls, which may unlink the table it writes into: a
-     * section of the built-in epochs (with a retire hook, the caller's
-     * read-side section, as for lookups). */
-    bool epoch = (pt->cfg_flags & MMP_PT_SHARED) && !pt->ops.retire_table;
-    if (epoch)
-        mmp_host_epoch_enter();
+    bool epoch = pt_reader_enter(pt); /* beside shared calls */
     rc = fault_leaf(pt, va, write);
-    if (epoch)
-        mmp_host_epoch_leave();
+    pt_reader_leave(epoch);
     return rc;
 }
 
